@@ -1,0 +1,110 @@
+//! Criterion benches of the signing path over real pages of the dev corpus
+//! (`../shared/data/goldstyle-dev.jsonl.gz`, or the file in `NEARDUP_BENCH_CORPUS`).
+//! They skip with a message when the corpus is absent, and assert the counts they expect.
+
+use std::hint::black_box;
+use std::io::BufRead;
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use neardup::cli::bench::floor_pass;
+use neardup::signature::{
+    fingerprint, group, similarity_at_least, spotsigs, Measure, SignatureConfig, Signer, SpotParams,
+};
+use neardup::text::{strip, StripMode, StripOptions, Tokens};
+
+const PAGES: usize = 300;
+
+fn corpus() -> Option<Vec<(String, Option<String>)>> {
+    let path = std::env::var_os("NEARDUP_BENCH_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/data/goldstyle-dev.jsonl.gz"));
+    let Ok(file) = std::fs::File::open(&path) else {
+        eprintln!("bench skipped: corpus {} not found", path.display());
+        return None;
+    };
+    let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file));
+    let mut out = Vec::new();
+    for line in reader.lines().take(PAGES) {
+        let v: serde_json::Value = serde_json::from_str(&line.expect("corpus line")).expect("json");
+        let html = v["html"].as_str().expect("html").to_string();
+        let cluster = v["cluster"].as_str().map(String::from);
+        out.push((html, cluster));
+    }
+    assert_eq!(out.len(), PAGES, "corpus has fewer pages than the bench needs");
+    Some(out)
+}
+
+fn benches(c: &mut Criterion) {
+    let Some(pages) = corpus() else { return };
+    let bytes: usize = pages.iter().map(|p| p.0.len()).sum();
+    let cfg = SignatureConfig::default();
+    let signer = Signer::new(&cfg).unwrap();
+    let tokens_opts = StripOptions { mode: StripMode::Tokens, max_bytes: cfg.max_page_bytes };
+    let tree_opts = StripOptions { mode: StripMode::Tree, ..tokens_opts };
+
+    let mut g = c.benchmark_group("signing");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("floor_split_tags", |b| {
+        b.iter(|| pages.iter().map(|p| floor_pass(black_box(&p.0))).sum::<usize>())
+    });
+    g.bench_function("strip_tokens", |b| {
+        b.iter(|| pages.iter().map(|p| strip(black_box(&p.0), &tokens_opts).text.len()).sum::<usize>())
+    });
+    g.bench_function("strip_tree", |b| {
+        b.iter(|| pages.iter().map(|p| strip(black_box(&p.0), &tree_opts).text.len()).sum::<usize>())
+    });
+    let stripped: Vec<_> = pages.iter().map(|p| strip(&p.0, &tokens_opts)).collect();
+    let spot = SpotParams { distance: cfg.spot_distance, chain: cfg.chain_len };
+    g.bench_function("tokens_spotsigs_after_strip", |b| {
+        let mut t = Tokens::default();
+        b.iter(|| {
+            stripped
+                .iter()
+                .map(|s| {
+                    signer.tokens(s, &mut t);
+                    spotsigs::spotsigs(&t, spot).set_len()
+                })
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("sign_full_path", |b| {
+        b.iter(|| pages.iter().map(|p| signer.sign(black_box(&p.0)).sigs.set_len()).sum::<usize>())
+    });
+    g.finish();
+
+    let signed: Vec<_> = pages.iter().map(|p| signer.sign(&p.0)).collect();
+    let with_sigs = signed.iter().filter(|s| s.sigs.set_len() >= 5).count();
+    assert!(with_sigs * 10 >= PAGES * 8, "only {with_sigs} of {PAGES} pages have 5+ signatures");
+
+    let mut g = c.benchmark_group("fingerprint_similarity");
+    g.throughput(Throughput::Elements(signed.len() as u64));
+    g.bench_function("minhash1_64", |b| {
+        b.iter(|| signed.iter().map(|s| fingerprint(&s.sigs, cfg.fingerprint, 64)[0]).fold(0, |a, x| a ^ x))
+    });
+    g.bench_function("jaccard_at_least_neighbours", |b| {
+        b.iter(|| {
+            signed
+                .windows(2)
+                .filter(|w| similarity_at_least(w[0].sigs.entries(), w[1].sigs.entries(), Measure::Jaccard, 0.5))
+                .count()
+        })
+    });
+    g.finish();
+
+    // Result-set dedup: 100 real pages, all pairs, under 1 ms.
+    let sets: Vec<&[(u32, u32)]> = signed.iter().take(100).map(|s| s.sigs.entries()).collect();
+    let groups = group(&sets, Measure::Jaccard, 0.5);
+    for g in &groups {
+        for &i in g {
+            assert!(sets[i].len() >= 1);
+        }
+    }
+    c.bench_function("result_set_group_100_pages", |b| {
+        b.iter(|| group(black_box(&sets), Measure::Jaccard, 0.5).len())
+    });
+}
+
+criterion_group!(signing, benches);
+criterion_main!(signing);

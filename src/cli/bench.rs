@@ -1,0 +1,183 @@
+//! `neardup bench`: throughput of each stage of the signing path over a corpus, next to a
+//! floor (one pass that only separates tags from text), on one core and on all cores, and
+//! of the whole decision path.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::input;
+use crate::config::{self, DetectOptions, FileConfig, MethodOptions, SignatureOptions};
+use crate::dedup::{Deduplicator, PageRef};
+use crate::index::Index;
+use crate::signature::{Signed, Signer};
+use crate::text::{self, StripMode, StripOptions, Tokens};
+
+/// Arguments of `neardup bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Page JSONL (plain or gzip) with an `html` field
+    #[arg(long, env = "NEARDUP_CORPUS")]
+    pub corpus: PathBuf,
+    /// Read at most this many pages
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print rows as JSON lines
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub method: MethodOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub detect: DetectOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub signature: SignatureOptions,
+}
+
+#[derive(Deserialize)]
+struct HtmlOnly {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    url: String,
+    html: String,
+}
+
+/// One measured pass.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    pub pass: String,
+    /// Threads used.
+    pub threads: usize,
+    /// Seconds.
+    pub seconds: f64,
+    /// Pages per second.
+    pub pages_per_second: f64,
+    /// Megabytes (10^6) of HTML per second.
+    pub mb_per_second: f64,
+}
+
+/// One pass over the bytes that only separates tags from text (no entities, no parsing):
+/// the floor every real stripper is compared with. Returns the text bytes.
+pub fn floor_pass(html: &str) -> usize {
+    let b = html.as_bytes();
+    let mut text = 0;
+    let mut at = 0;
+    while at < b.len() {
+        match memchr::memchr(b'<', &b[at..]) {
+            None => {
+                text += b.len() - at;
+                break;
+            }
+            Some(lt) => {
+                text += lt;
+                match memchr::memchr(b'>', &b[at + lt..]) {
+                    None => break,
+                    Some(gt) => at += lt + gt + 1,
+                }
+            }
+        }
+    }
+    text
+}
+
+/// Runs `neardup bench`.
+pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
+    let params = config::index_params(&args.signature, &args.detect, args.method.method, args.method.threshold, file)?;
+    let signer = Signer::new(&params.signature)?;
+    let mut reader = input::open(&args.corpus)?;
+    let mut pages: Vec<HtmlOnly> = Vec::new();
+    let mut n = 0;
+    let limit = args.limit.unwrap_or(usize::MAX);
+    while pages.len() < limit {
+        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30)?;
+        if batch.is_empty() {
+            break;
+        }
+        for l in batch.into_iter().take(limit - pages.len()) {
+            pages.push(serde_json::from_slice(&l.bytes).with_context(|| format!("line {}", l.number))?);
+        }
+    }
+    let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
+    let threads = rayon::current_num_threads();
+    let mut rows = Vec::new();
+    let mut measure = |pass: &str, threads: usize, f: &mut dyn FnMut() -> usize| {
+        let t = Instant::now();
+        let check = f();
+        let s = t.elapsed().as_secs_f64();
+        std::hint::black_box(check);
+        let row = Row {
+            pass: pass.to_string(),
+            threads,
+            seconds: s,
+            pages_per_second: pages.len() as f64 / s,
+            mb_per_second: bytes as f64 / 1e6 / s,
+        };
+        if args.json {
+            println!("{}", serde_json::to_string(&row).unwrap_or_default());
+        } else {
+            println!(
+                "{:<34} {:>7} {:>9.2} {:>11.0} {:>9.1}",
+                row.pass, row.threads, row.seconds, row.pages_per_second, row.mb_per_second
+            );
+        }
+        rows.push(row);
+    };
+    if !args.json {
+        eprintln!("neardup bench: {} pages, {:.1} MB of HTML", pages.len(), bytes as f64 / 1e6);
+        println!("{:<34} {:>7} {:>9} {:>11} {:>9}", "pass", "threads", "seconds", "pages/s", "MB/s");
+    }
+    let tokens_opts = StripOptions { mode: StripMode::Tokens, max_bytes: params.signature.max_page_bytes };
+    let tree_opts = StripOptions { mode: StripMode::Tree, ..tokens_opts };
+    measure("floor: split tags from text", 1, &mut || pages.iter().map(|p| floor_pass(&p.html)).sum());
+    measure("strip (tokens)", 1, &mut || pages.iter().map(|p| text::strip(&p.html, &tokens_opts).text.len()).sum());
+    measure("strip (tree)", 1, &mut || pages.iter().map(|p| text::strip(&p.html, &tree_opts).text.len()).sum());
+    let stripped: Vec<_> = pages.iter().map(|p| text::strip(&p.html, &tokens_opts)).collect();
+    measure("tokens + spotsigs + fingerprint", 1, &mut || {
+        let mut t = Tokens::default();
+        stripped
+            .iter()
+            .map(|s| {
+                signer.tokens(s, &mut t);
+                let sigs = crate::signature::spotsigs::spotsigs(&t, crate::signature::SpotParams {
+                    distance: params.signature.spot_distance,
+                    chain: params.signature.chain_len,
+                });
+                crate::signature::fingerprint(&sigs, params.signature.fingerprint, params.signature.fingerprint_bits)[0] as usize
+            })
+            .fold(0usize, |a, b| a ^ b)
+    });
+    measure("sign: full path", 1, &mut || pages.iter().map(|p| signer.sign(&p.html).sigs.set_len()).sum());
+    measure("sign: full path", threads, &mut || pages.par_iter().map(|p| signer.sign(&p.html).sigs.set_len()).sum());
+    let dir = tempfile::tempdir()?;
+    let mut dedup = Deduplicator::new(Index::open_dir(dir.path(), params.clone())?)?;
+    let mut err = None;
+    measure(&format!("sign ({threads} threads) + decide ({})", params.method), threads, &mut || {
+        let mut dups = 0;
+        for (ci, chunk) in pages.chunks(256).enumerate() {
+            let signed: Vec<Signed> = chunk.par_iter().map(|p| signer.sign(&p.html)).collect();
+            for (i, (p, s)) in chunk.iter().zip(&signed).enumerate() {
+                let id = p.id.clone().unwrap_or_else(|| format!("bench-{}", ci * 256 + i));
+                match dedup.decide(PageRef { id: &id, url: &p.url, first_seen: 0 }, s) {
+                    Ok(o) => dups += (o.decision.kind == crate::index::DecisionKind::Duplicate) as usize,
+                    Err(e) => {
+                        err = Some(e);
+                        return dups;
+                    }
+                }
+            }
+        }
+        dups
+    });
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    Ok(rows)
+}

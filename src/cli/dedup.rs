@@ -1,0 +1,322 @@
+//! `neardup dedup`: page JSONL in, tagged JSONL out, with a local index. No broker.
+//!
+//! A reader thread reads batches of lines and decodes and signs them on a pool of worker
+//! threads (both cores); the calling thread decides the pages one at a time in input
+//! order and writes the records. Bad lines go to the dead-letter file with their line
+//! number and reason, and the run goes on.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::input::{self, Line};
+use crate::config::{self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions};
+use crate::dedup::{Deduplicator, PageRef};
+use crate::index::{DecisionKind, Index};
+use crate::record::{self, decode_page, BadRecord, DeadLetter, Source, ValidPage};
+use crate::signature::{Signed, Signer};
+
+/// Arguments of `neardup dedup`.
+#[derive(Args, Debug)]
+pub struct DedupArgs {
+    /// Page JSONL (plain or gzip), - for stdin
+    #[arg(long, env = "NEARDUP_INPUT")]
+    pub input: PathBuf,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub io: DedupOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub method: MethodOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub detect: DetectOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub signature: SignatureOptions,
+    /// Print the summary as JSON on stdout instead of a line on stderr
+    #[arg(long)]
+    pub summary_json: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Input lines read.
+    pub lines: u64,
+    /// Valid pages decided.
+    pub pages: u64,
+    /// Unique pages.
+    pub unique: u64,
+    /// Duplicate pages.
+    pub duplicate: u64,
+    /// Skipped pages (too few signatures).
+    pub skipped: u64,
+    /// Pages whose id was decided before (stored decision repeated).
+    pub repeated: u64,
+    /// Bad lines sent to the dead-letter file.
+    pub bad: u64,
+    /// Blank lines ignored.
+    pub blank: u64,
+    /// Index entries removed by the retention window.
+    pub expired: u64,
+    /// Input bytes.
+    pub bytes: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// Pages per second.
+    pub pages_per_second: f64,
+    /// Input megabytes (10^6) per second.
+    pub mb_per_second: f64,
+}
+
+/// A decoded and signed line, or why it is bad.
+pub enum Prepared {
+    /// A valid page and its signatures.
+    Page(Box<(ValidPage, Signed)>),
+    /// A bad line.
+    Bad(BadRecord),
+    /// An empty line.
+    Blank,
+}
+
+/// Decodes and signs a batch on the current rayon pool, keeping the order.
+pub fn prepare(lines: &[Line], signer: &Signer, max_record_bytes: usize) -> Vec<Prepared> {
+    lines
+        .par_iter()
+        .map(|l| {
+            if l.bytes.iter().all(u8::is_ascii_whitespace) {
+                return Prepared::Blank;
+            }
+            match decode_page(&l.bytes, max_record_bytes) {
+                Ok(p) => {
+                    let signed = signer.sign(&p.page.html);
+                    Prepared::Page(Box::new((p, signed)))
+                }
+                Err(bad) => Prepared::Bad(bad),
+            }
+        })
+        .collect()
+}
+
+fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let f = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Box::new(f))
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs `neardup dedup`.
+pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
+    let params = config::index_params(
+        &args.signature,
+        &args.detect,
+        args.method.method,
+        args.method.threshold,
+        file,
+    )?;
+    let retention = config::retention(&args.detect, file);
+    let io = config::dedup_options(&args.io, file);
+    let index_dir = io.index.clone().unwrap_or_else(|| PathBuf::from("neardup-index"));
+    let index = Index::open_dir(&index_dir, params.clone())
+        .with_context(|| format!("cannot open index {}", index_dir.display()))?;
+    let mut dedup = Deduplicator::new(index)?;
+    let signer = dedup.signer();
+    let keep_text = !io.no_text.unwrap_or(false);
+    let max_record = io.max_record_bytes.unwrap_or(64 << 20);
+    let jobs = io.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .thread_name(|i| format!("neardup-sign-{i}"))
+        .build()?;
+
+    let unique_path = io.unique.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let mut unique_out = BufWriter::new(create(&unique_path)?);
+    let mut dup_out = match &io.duplicates {
+        Some(p) if *p != unique_path => Some(BufWriter::new(create(p)?)),
+        _ => None,
+    };
+    let dead_path = io
+        .dead_letter
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("neardup-dead-letter.jsonl"));
+    let mut dead_out: Option<BufWriter<Box<dyn Write + Send>>> = None;
+    let input_name = args.input.display().to_string();
+    let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).ok();
+
+    let progress = if std::io::stderr().is_terminal() {
+        let pb = match total_bytes {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {msg}",
+            )
+            .expect("static template"),
+        );
+        Some(pb)
+    } else {
+        None
+    };
+
+    let mut reader = input::open(&args.input)?;
+    let (tx, rx) = crossbeam_channel::bounded::<Result<(Vec<Line>, Vec<Prepared>)>>(2);
+    let started = Instant::now();
+    let params_id = record::params_id(&params);
+    let mut s = Summary::default();
+    let mut newest_seen = i64::MIN;
+    let mut since_sweep = 0u64;
+
+    std::thread::scope(|scope| -> Result<()> {
+        let signer = &signer;
+        let pool = &pool;
+        scope.spawn(move || {
+            let mut number = 0u64;
+            loop {
+                let batch = input::read_batch(&mut reader, &mut number, 512, 32 << 20);
+                let msg = batch.map(|lines| {
+                    let prepared = pool.install(|| prepare(&lines, signer, max_record));
+                    (lines, prepared)
+                });
+                let done = matches!(&msg, Ok((l, _)) if l.is_empty()) || msg.is_err();
+                if tx.send(msg).is_err() || done {
+                    break;
+                }
+            }
+        });
+        for msg in rx.iter() {
+            let (lines, prepared) = msg?;
+            if lines.is_empty() {
+                break;
+            }
+            for (line, item) in lines.iter().zip(prepared) {
+                s.lines += 1;
+                s.bytes += line.bytes.len() as u64 + 1;
+                match item {
+                    Prepared::Blank => s.blank += 1,
+                    Prepared::Bad(bad) => {
+                        s.bad += 1;
+                        let w = match &mut dead_out {
+                            Some(w) => w,
+                            None => dead_out.insert(BufWriter::new(create(&dead_path)?)),
+                        };
+                        let src = Source::File {
+                            path: input_name.clone(),
+                            line: line.number,
+                        };
+                        serde_json::to_writer(&mut *w, &DeadLetter::new(&bad, src, &line.bytes))?;
+                        w.write_all(b"\n")?;
+                    }
+                    Prepared::Page(b) => {
+                        let (page, signed) = *b;
+                        let first_seen = page.fetched_at.unwrap_or_else(now_secs);
+                        newest_seen = newest_seen.max(first_seen);
+                        let outcome = dedup.decide(
+                            PageRef {
+                                id: &page.doc_id,
+                                url: &page.page.url,
+                                first_seen,
+                            },
+                            &signed,
+                        )?;
+                        s.pages += 1;
+                        s.repeated += outcome.repeated as u64;
+                        let out = match outcome.decision.kind {
+                            DecisionKind::Unique => {
+                                s.unique += 1;
+                                &mut unique_out
+                            }
+                            DecisionKind::Skipped => {
+                                s.skipped += 1;
+                                &mut unique_out
+                            }
+                            DecisionKind::Duplicate => {
+                                s.duplicate += 1;
+                                dup_out.as_mut().unwrap_or(&mut unique_out)
+                            }
+                        };
+                        let rec =
+                            record::tagged(&page, &signed, &outcome, &params, &params_id, keep_text);
+                        serde_json::to_writer(&mut *out, &rec)?;
+                        out.write_all(b"\n")?;
+                        since_sweep += 1;
+                    }
+                }
+            }
+            if let (Some(window), true) = (retention, since_sweep >= 10_000) {
+                since_sweep = 0;
+                let cutoff = newest_seen - window.as_secs() as i64;
+                s.expired += dedup.index_mut().expire(cutoff)?;
+            }
+            if let Some(pb) = &progress {
+                pb.set_position(s.bytes);
+                pb.set_message(format!(
+                    "{} pages, {} dup, {} bad",
+                    s.pages, s.duplicate, s.bad
+                ));
+            }
+        }
+        Ok(())
+    })?;
+
+    if let Some(window) = retention {
+        if newest_seen > i64::MIN {
+            s.expired += dedup.index_mut().expire(newest_seen - window.as_secs() as i64)?;
+        }
+    }
+    unique_out.flush()?;
+    if let Some(w) = &mut dup_out {
+        w.flush()?;
+    }
+    if let Some(w) = &mut dead_out {
+        w.flush()?;
+    }
+    dedup.index().flush()?;
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
+    s.seconds = started.elapsed().as_secs_f64();
+    s.pages_per_second = s.pages as f64 / s.seconds.max(1e-9);
+    s.mb_per_second = s.bytes as f64 / 1e6 / s.seconds.max(1e-9);
+    if args.summary_json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        eprintln!(
+            "neardup dedup: {} pages: {} unique, {} duplicate, {} skipped ({} repeated ids); \
+             {} bad lines{}; {:.1} s, {:.0} pages/s, {:.1} MB/s",
+            s.pages,
+            s.unique,
+            s.duplicate,
+            s.skipped,
+            s.repeated,
+            s.bad,
+            if s.bad > 0 {
+                format!(" (dead letters in {})", dead_path.display())
+            } else {
+                String::new()
+            },
+            s.seconds,
+            s.pages_per_second,
+            s.mb_per_second
+        );
+    }
+    Ok(s)
+}

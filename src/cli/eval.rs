@@ -1,0 +1,272 @@
+//! `neardup eval`: pairwise precision, recall and F1 on a labelled corpus.
+//!
+//! Corpus lines are pages with a `cluster` field (pages sharing a non-null cluster are
+//! near-duplicates). Pages are signed once, then for every method × threshold they run in
+//! file order through a fresh temporary RocksDB index. A predicted pair is a duplicate and
+//! its canonical page, or two duplicates sharing a canonical page.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::input;
+use crate::config::{self, DetectOptions, FileConfig, SignatureOptions};
+use crate::dedup::{Deduplicator, PageRef};
+use crate::index::{DecisionKind, Index, Method};
+use crate::signature::{Signed, Signer};
+
+/// Arguments of `neardup eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Labelled corpus JSONL (plain or gzip) with id, url, html, cluster
+    #[arg(long, env = "NEARDUP_CORPUS")]
+    pub corpus: PathBuf,
+    /// Methods, comma-separated [default: chain]
+    #[arg(long, env = "NEARDUP_METHOD", value_delimiter = ',')]
+    pub method: Vec<Method>,
+    /// Thresholds, comma-separated [default: 0.5]
+    #[arg(long, env = "NEARDUP_THRESHOLD", value_delimiter = ',')]
+    pub threshold: Vec<f64>,
+    /// Same-template (hard negative) pairs TSV [default: beside the corpus]
+    #[arg(long)]
+    pub same_template: Option<PathBuf>,
+    /// Gray pairs TSV (negatives whose texts overlap) [default: beside the corpus]
+    #[arg(long)]
+    pub gray: Option<PathBuf>,
+    /// Read at most this many pages
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Print rows as JSON lines instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub detect: DetectOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub signature: SignatureOptions,
+}
+
+#[derive(Deserialize)]
+struct LabelledPage {
+    id: String,
+    url: String,
+    html: String,
+    cluster: Option<String>,
+}
+
+/// One row of the result table.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Method.
+    pub method: String,
+    /// Threshold.
+    pub threshold: f64,
+    /// Predicted pairs.
+    pub predicted: usize,
+    /// Gold pairs.
+    pub gold: usize,
+    /// Correct predicted pairs.
+    pub true_positives: usize,
+    /// Precision.
+    pub precision: f64,
+    /// Recall.
+    pub recall: f64,
+    /// F1.
+    pub f1: f64,
+    /// Predicted pairs among the same-template hard negatives.
+    pub same_template_fp: Option<usize>,
+    /// Predicted pairs among the gray pairs.
+    pub gray_predicted: Option<usize>,
+    /// Pages skipped for too few signatures.
+    pub skipped: usize,
+    /// Decisions per second (index lookups and verification only).
+    pub decide_pages_per_second: f64,
+}
+
+type Pair = (u32, u32);
+
+fn pair(a: u32, b: u32) -> Pair {
+    (a.min(b), a.max(b))
+}
+
+fn sibling(corpus: &Path, suffix: &str) -> Option<PathBuf> {
+    let name = corpus.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = stem.strip_suffix(".jsonl").unwrap_or(stem);
+    let dir = corpus.parent().unwrap_or(Path::new("."));
+    let mut candidates = vec![dir.join(format!("{stem}-{suffix}"))];
+    if let Some(base) = stem.strip_suffix("-sample") {
+        candidates.push(dir.join(format!("{base}-{suffix}")));
+    }
+    candidates.into_iter().find(|p| p.exists())
+}
+
+fn read_pairs(path: &Path, ids: &HashMap<String, u32>) -> Result<HashSet<Pair>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split('\t').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n);
+    let (Some(a), Some(b)) = (col("id_a"), col("id_b")) else {
+        bail!("{} has no id_a / id_b columns", path.display());
+    };
+    let mut out = HashSet::new();
+    for l in lines {
+        let f: Vec<&str> = l.split('\t').collect();
+        if let (Some(x), Some(y)) = (f.get(a).and_then(|i| ids.get(*i)), f.get(b).and_then(|i| ids.get(*i))) {
+            out.insert(pair(*x, *y));
+        }
+    }
+    Ok(out)
+}
+
+/// Pairs within each group of page numbers.
+fn pairs_of(groups: impl Iterator<Item = Vec<u32>>) -> HashSet<Pair> {
+    let mut out = HashSet::new();
+    for g in groups {
+        for (i, &a) in g.iter().enumerate() {
+            for &b in &g[i + 1..] {
+                out.insert(pair(a, b));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `neardup eval`.
+pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
+    let methods = if args.method.is_empty() { vec![Method::Chain] } else { args.method.clone() };
+    let thresholds = if args.threshold.is_empty() { vec![0.5] } else { args.threshold.clone() };
+    let base = config::index_params(&args.signature, &args.detect, Some(methods[0]), Some(thresholds[0]), file)?;
+    let signer = Signer::new(&base.signature)?;
+
+    let t0 = Instant::now();
+    let mut reader = input::open(&args.corpus)?;
+    let mut pages: Vec<LabelledPage> = Vec::new();
+    let mut n = 0u64;
+    loop {
+        let batch = input::read_batch(&mut reader, &mut n, 10_000, 1 << 30)?;
+        if batch.is_empty() {
+            break;
+        }
+        for l in batch {
+            if l.bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let p: LabelledPage = serde_json::from_slice(&l.bytes)
+                .with_context(|| format!("{} line {}", args.corpus.display(), l.number))?;
+            pages.push(p);
+            if args.limit.is_some_and(|lim| pages.len() >= lim) {
+                break;
+            }
+        }
+        if args.limit.is_some_and(|lim| pages.len() >= lim) {
+            break;
+        }
+    }
+    let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
+    let t_read = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let signed: Vec<Signed> = pages.par_iter().map(|p| signer.sign(&p.html)).collect();
+    let t_sign = t1.elapsed().as_secs_f64();
+    eprintln!(
+        "neardup eval: {} pages, {:.1} MB read in {:.1} s; signed in {:.1} s ({:.0} pages/s, {:.1} MB/s on {} threads)",
+        pages.len(),
+        bytes as f64 / 1e6,
+        t_read,
+        t_sign,
+        pages.len() as f64 / t_sign,
+        bytes as f64 / 1e6 / t_sign,
+        rayon::current_num_threads()
+    );
+
+    let ids: HashMap<String, u32> =
+        pages.iter().enumerate().map(|(i, p)| (p.id.clone(), i as u32)).collect();
+    let mut clusters: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, p) in pages.iter().enumerate() {
+        if let Some(c) = &p.cluster {
+            clusters.entry(c).or_default().push(i as u32);
+        }
+    }
+    let gold = pairs_of(clusters.into_values());
+    let same_template = match args.same_template.clone().or_else(|| sibling(&args.corpus, "same_template_pairs.tsv")) {
+        Some(p) => Some(read_pairs(&p, &ids)?),
+        None => None,
+    };
+    let gray = match args.gray.clone().or_else(|| sibling(&args.corpus, "gray_pairs.tsv")) {
+        Some(p) => Some(read_pairs(&p, &ids)?),
+        None => None,
+    };
+
+    let mut rows = Vec::new();
+    if !args.json {
+        println!(
+            "{:<9} {:>5} {:>9} {:>5} {:>5} {:>9} {:>7} {:>6} {:>13} {:>6} {:>8} {:>9}",
+            "method", "tau", "predicted", "gold", "tp", "precision", "recall", "f1",
+            "same-tmpl-fp", "gray", "skipped", "decide/s"
+        );
+    }
+    for &method in &methods {
+        for &tau in &thresholds {
+            let mut params = base.clone();
+            params.method = method;
+            params.threshold = tau;
+            let dir = tempfile::tempdir()?;
+            let mut dedup = Deduplicator::new(Index::open_dir(dir.path(), params)?)?;
+            let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
+            let mut skipped = 0;
+            let t = Instant::now();
+            for (i, (p, s)) in pages.iter().zip(&signed).enumerate() {
+                let page = PageRef { id: &p.id, url: &p.url, first_seen: 0 };
+                let out = dedup.decide(page, s)?;
+                match out.decision.kind {
+                    DecisionKind::Duplicate => {
+                        let canon = out.decision.canonical_id.as_deref().and_then(|c| ids.get(c));
+                        let canon = *canon.context("canonical id not in corpus")?;
+                        groups.entry(canon).or_insert_with(|| vec![canon]).push(i as u32);
+                    }
+                    DecisionKind::Skipped => skipped += 1,
+                    DecisionKind::Unique => {}
+                }
+            }
+            let decide_rate = pages.len() as f64 / t.elapsed().as_secs_f64();
+            let predicted = pairs_of(groups.into_values());
+            let tp = predicted.intersection(&gold).count();
+            let precision = if predicted.is_empty() { 1.0 } else { tp as f64 / predicted.len() as f64 };
+            let recall = if gold.is_empty() { 1.0 } else { tp as f64 / gold.len() as f64 };
+            let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
+            let row = Row {
+                method: method.to_string(),
+                threshold: tau,
+                predicted: predicted.len(),
+                gold: gold.len(),
+                true_positives: tp,
+                precision,
+                recall,
+                f1,
+                same_template_fp: same_template.as_ref().map(|s| predicted.intersection(s).count()),
+                gray_predicted: gray.as_ref().map(|g| predicted.intersection(g).count()),
+                skipped,
+                decide_pages_per_second: decide_rate,
+            };
+            let opt = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
+            if args.json {
+                println!("{}", serde_json::to_string(&row)?);
+            } else {
+                println!(
+                    "{:<9} {:>5.2} {:>9} {:>5} {:>5} {:>9.3} {:>7.3} {:>6.3} {:>13} {:>6} {:>8} {:>9.0}",
+                    row.method, tau, row.predicted, row.gold, tp, precision, recall, f1,
+                    opt(row.same_template_fp), opt(row.gray_predicted), skipped, decide_rate
+                );
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}

@@ -1,0 +1,56 @@
+//! The command line: one module per subcommand.
+
+pub mod bench;
+pub mod dedup;
+pub mod eval;
+pub mod index;
+pub mod input;
+pub mod sign;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Near-duplicate detection for web crawlers: SpotSigs signatures, 64-bit fingerprints and a
+/// RocksDB index. Every option is also a NEARDUP_* environment variable and a key in the
+/// --config file.
+#[derive(Parser, Debug)]
+#[command(name = "neardup", version, about)]
+pub struct Cli {
+    /// TOML config file with [signature], [detect] and [dedup] sections
+    #[arg(long, global = true, env = "NEARDUP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Deduplicate page JSONL into tagged unique / duplicate JSONL with a local index (no broker)
+    Dedup(dedup::DedupArgs),
+    /// Print the signatures and fingerprint of each page of a page JSONL
+    Sign(sign::SignArgs),
+    /// Precision, recall and F1 on a labelled corpus, for each method × threshold
+    Eval(eval::EvalArgs),
+    /// Throughput of each stage of the signing path and of the whole decision path
+    Bench(bench::BenchArgs),
+    /// Operate on an index directory
+    #[command(subcommand)]
+    Index(index::IndexCommand),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let file = crate::config::load_file(cli.config.as_deref())?;
+    match cli.command {
+        Command::Dedup(a) => dedup::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Sign(a) => sign::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Eval(a) => eval::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Bench(a) => bench::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,85 @@
+//! `neardup sign`: the signatures and fingerprint of each page, as JSONL on stdout.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+
+use super::input;
+use crate::config::{FileConfig, SignatureOptions};
+use crate::record::decode_page;
+use crate::signature::{fingerprint::to_hex, Signer};
+
+/// Arguments of `neardup sign`.
+#[derive(Args, Debug)]
+pub struct SignArgs {
+    /// Page JSONL (plain or gzip), - for stdin
+    #[arg(long, env = "NEARDUP_INPUT")]
+    pub input: PathBuf,
+    /// Also print every signature as a string (antecedent:t1:…:tc)
+    #[arg(long)]
+    pub strings: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub signature: SignatureOptions,
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    line: u64,
+    id: Option<&'a str>,
+    url: Option<&'a str>,
+    signatures: usize,
+    fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strings: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// Runs `neardup sign`.
+pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
+    let opts = args.signature.clone().or(file.signature.clone());
+    let signer = Signer::new(&opts.resolve()?)?;
+    let mut reader = input::open(&args.input)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut n = 0;
+    loop {
+        let batch = input::read_batch(&mut reader, &mut n, 256, 64 << 20)?;
+        if batch.is_empty() {
+            break;
+        }
+        for l in batch {
+            let rec = match decode_page(&l.bytes, usize::MAX) {
+                Ok(p) => {
+                    let s = signer.sign(&p.page.html);
+                    let strings = args.strings.then(|| signer.signature_strings(&p.page.html));
+                    serde_json::to_string(&Out {
+                        line: l.number,
+                        id: Some(&p.doc_id),
+                        url: Some(&p.page.url),
+                        signatures: s.sigs.set_len(),
+                        fingerprint: Some(to_hex(&s.fingerprint)),
+                        strings,
+                        error: None,
+                    })?
+                }
+                Err(bad) => serde_json::to_string(&Out {
+                    line: l.number,
+                    id: None,
+                    url: None,
+                    signatures: 0,
+                    fingerprint: None,
+                    strings: None,
+                    error: Some(bad.to_string()),
+                })?,
+            };
+            writeln!(out, "{rec}")?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,332 @@
+//! One validated configuration from flags, `NEARDUP_*` environment variables and an
+//! optional TOML file, with the same names everywhere.
+//!
+//! A flag `--spot-distance` is the variable `NEARDUP_SPOT_DISTANCE` and the key
+//! `spot-distance` in the file's section for its group (`[signature]`, `[detect]`,
+//! `[dedup]`). Precedence: flag, then variable, then file, then the default. Unknown keys
+//! in the file are rejected with the file name and the key.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Deserialize;
+
+use crate::index::{IndexParams, Method};
+use crate::signature::{FingerprintKind, Measure, SignatureConfig};
+use crate::text::{Language, StripMode};
+
+macro_rules! impl_from_str_serde {
+    ($($t:ty),*) => {$(
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                serde_json::from_value(serde_json::Value::String(s.to_string()))
+                    .map_err(|_| format!("invalid value {s:?}"))
+            }
+        }
+    )*};
+}
+impl_from_str_serde!(Measure, StripMode, FingerprintKind);
+
+/// Fills every `None` field of `self` from `other`.
+macro_rules! or_fields {
+    ($self:ident, $other:ident; $($f:ident),* $(,)?) => {
+        $( if $self.$f.is_none() { $self.$f = $other.$f; } )*
+    };
+}
+
+/// Signing settings (`[signature]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SignatureOptions {
+    /// Language of the stemmer and the stopword lists
+    #[arg(long, env = "NEARDUP_LANGUAGE")]
+    pub language: Option<Language>,
+    /// Stem tokens before building signatures [default: false]
+    #[arg(long, env = "NEARDUP_STEM", num_args = 0..=1, default_missing_value = "true")]
+    pub stem: Option<bool>,
+    /// Antecedents, comma-separated [default: the language's list; English: a,an,the,is,was,are,were,be,been]
+    #[arg(long, env = "NEARDUP_ANTECEDENTS", value_delimiter = ',')]
+    pub antecedents: Option<Vec<String>>,
+    /// File with one stopword per line replacing the language's list
+    #[arg(long, env = "NEARDUP_STOPWORDS_FILE")]
+    pub stopwords_file: Option<PathBuf>,
+    /// Spot distance d [default: 1]
+    #[arg(long, env = "NEARDUP_SPOT_DISTANCE")]
+    pub spot_distance: Option<u32>,
+    /// Chain length c [default: 2]
+    #[arg(long, env = "NEARDUP_CHAIN_LEN")]
+    pub chain_len: Option<u32>,
+    /// Leave out blocks whose share of link text exceeds this [default: 0.5]
+    #[arg(long, env = "NEARDUP_MAX_LINK_DENSITY")]
+    pub max_link_density: Option<f64>,
+    /// Markup stripping: tokens (fast, no tree) or tree [default: tokens]
+    #[arg(long, env = "NEARDUP_STRIP")]
+    pub strip: Option<StripMode>,
+    /// Bytes of HTML considered per page [default: 16777216]
+    #[arg(long, env = "NEARDUP_MAX_PAGE_BYTES")]
+    pub max_page_bytes: Option<usize>,
+    /// Fingerprint: minhash1 or simhash [default: minhash1]
+    #[arg(long, env = "NEARDUP_FINGERPRINT")]
+    pub fingerprint: Option<FingerprintKind>,
+    /// Fingerprint bits: 64, 128 or 256 (alg-h) [default: 64]
+    #[arg(long, env = "NEARDUP_FINGERPRINT_BITS")]
+    pub fingerprint_bits: Option<u32>,
+}
+
+impl SignatureOptions {
+    /// Fills every field left open here from `o` (the config file).
+    pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
+        or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
+            chain_len, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits);
+        self
+    }
+
+    /// The signing settings, defaults filled in.
+    pub fn resolve(&self) -> Result<SignatureConfig> {
+        let d = SignatureConfig::default();
+        let stopwords = match &self.stopwords_file {
+            None => None,
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("cannot read stopwords file {}", p.display()))?;
+                Some(
+                    text.lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                        .map(str::to_lowercase)
+                        .collect(),
+                )
+            }
+        };
+        let c = SignatureConfig {
+            language: self.language.unwrap_or(d.language),
+            stem: self.stem.unwrap_or(d.stem),
+            stopwords,
+            antecedents: self.antecedents.clone(),
+            spot_distance: self.spot_distance.unwrap_or(d.spot_distance),
+            chain_len: self.chain_len.unwrap_or(d.chain_len),
+            max_link_density: self.max_link_density.unwrap_or(d.max_link_density),
+            strip: self.strip.unwrap_or(d.strip),
+            max_page_bytes: self.max_page_bytes.unwrap_or(d.max_page_bytes),
+            fingerprint: self.fingerprint.unwrap_or(d.fingerprint),
+            fingerprint_bits: self.fingerprint_bits.unwrap_or(d.fingerprint_bits),
+        };
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+/// Detection settings (`[detect]` in the file), except method and threshold.
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DetectOptions {
+    /// Similarity measure: jaccard (sets) or weighted (multisets) [default: jaccard]
+    #[arg(long, env = "NEARDUP_MEASURE")]
+    pub measure: Option<Measure>,
+    /// Hamming radius of alg-g / alg-h [default: 3]
+    #[arg(long, env = "NEARDUP_RH")]
+    pub rh: Option<u32>,
+    /// Blocks (alg-g) or groups (alg-h); 0 picks the default for the radius [default: 0]
+    #[arg(long, env = "NEARDUP_M")]
+    pub m: Option<u32>,
+    /// Pages with fewer distinct signatures are skipped [default: 5]
+    #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
+    pub min_signatures: Option<u32>,
+    /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)
+    #[arg(long, env = "NEARDUP_RETENTION", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub retention: Option<Duration>,
+}
+
+impl DetectOptions {
+    fn or(mut self, o: DetectOptions) -> DetectOptions {
+        or_fields!(self, o; measure, rh, m, min_signatures, retention);
+        self
+    }
+}
+
+/// Parses `7d`, `36h`, `90m`, `1w`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+fn de_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let s: Option<String> = Option::deserialize(d)?;
+    s.map(|s| parse_duration(&s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+/// Method and threshold of one run (a single value each).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct MethodOptions {
+    /// Candidate index: alg-g, alg-h, spotsigs or chain [default: chain]
+    #[arg(long, env = "NEARDUP_METHOD")]
+    pub method: Option<Method>,
+    /// Similarity threshold τ in (0, 1] [default: 0.5]
+    #[arg(long, env = "NEARDUP_THRESHOLD")]
+    pub threshold: Option<f64>,
+}
+
+/// The optional TOML file.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    /// `[signature]`
+    #[serde(default)]
+    pub signature: SignatureOptions,
+    /// `[detect]`: detection settings, method and threshold.
+    #[serde(default)]
+    pub detect: DetectFile,
+    /// `[dedup]`: file-mode settings.
+    #[serde(default)]
+    pub dedup: DedupOptions,
+}
+
+/// `[detect]` in the file: [`DetectOptions`] plus method and threshold.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DetectFile {
+    /// Candidate index.
+    pub method: Option<Method>,
+    /// Similarity threshold τ.
+    pub threshold: Option<f64>,
+    /// Similarity measure.
+    pub measure: Option<Measure>,
+    /// Hamming radius.
+    pub rh: Option<u32>,
+    /// Blocks or groups.
+    pub m: Option<u32>,
+    /// Minimum distinct signatures.
+    pub min_signatures: Option<u32>,
+    /// Retention window, e.g. "7d".
+    #[serde(default, deserialize_with = "de_duration")]
+    pub retention: Option<Duration>,
+}
+
+/// File-mode settings (`[dedup]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct DedupOptions {
+    /// Index directory [default: neardup-index]
+    #[arg(long, env = "NEARDUP_INDEX")]
+    pub index: Option<PathBuf>,
+    /// Output of unique and skipped records, JSONL; - is stdout [default: -]
+    #[arg(long, env = "NEARDUP_UNIQUE")]
+    pub unique: Option<PathBuf>,
+    /// Output of duplicate records, JSONL [default: the unique output]
+    #[arg(long, env = "NEARDUP_DUPLICATES")]
+    pub duplicates: Option<PathBuf>,
+    /// Output of dead letters, JSONL [default: neardup-dead-letter.jsonl, created on the first bad record]
+    #[arg(long, env = "NEARDUP_DEAD_LETTER")]
+    pub dead_letter: Option<PathBuf>,
+    /// Leave the stripped text out of tagged records
+    #[arg(long, env = "NEARDUP_NO_TEXT", num_args = 0..=1, default_missing_value = "true")]
+    pub no_text: Option<bool>,
+    /// Largest input record in bytes; larger ones are dead letters [default: 67108864]
+    #[arg(long, env = "NEARDUP_MAX_RECORD_BYTES")]
+    pub max_record_bytes: Option<usize>,
+    /// Signing threads [default: the number of cores]
+    #[arg(long, env = "NEARDUP_JOBS")]
+    pub jobs: Option<usize>,
+}
+
+impl DedupOptions {
+    fn or(mut self, o: DedupOptions) -> DedupOptions {
+        or_fields!(self, o; index, unique, duplicates, dead_letter, no_text, max_record_bytes, jobs);
+        self
+    }
+}
+
+/// Reads the TOML file, if one is given.
+pub fn load_file(path: Option<&Path>) -> Result<FileConfig> {
+    let Some(path) = path else {
+        return Ok(FileConfig::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+}
+
+/// Builds the index parameters from the command line, with the file underneath.
+pub fn index_params(
+    sig: &SignatureOptions,
+    det: &DetectOptions,
+    method: Option<Method>,
+    threshold: Option<f64>,
+    file: &FileConfig,
+) -> Result<IndexParams> {
+    let sig = sig.clone().or(file.signature.clone());
+    let fd = &file.detect;
+    let det = det.clone().or(DetectOptions {
+        measure: fd.measure,
+        rh: fd.rh,
+        m: fd.m,
+        min_signatures: fd.min_signatures,
+        retention: fd.retention,
+    });
+    let d = IndexParams::default();
+    let p = IndexParams {
+        method: method.or(fd.method).unwrap_or(d.method),
+        measure: det.measure.unwrap_or(d.measure),
+        threshold: threshold.or(fd.threshold).unwrap_or(d.threshold),
+        rh: det.rh.unwrap_or(d.rh),
+        m: det.m.unwrap_or(d.m),
+        min_signatures: det.min_signatures.unwrap_or(d.min_signatures),
+        signature: sig.resolve()?,
+    };
+    if !(p.threshold > 0.0 && p.threshold <= 1.0) {
+        bail!("threshold must be within (0, 1] (got {})", p.threshold);
+    }
+    Ok(p)
+}
+
+/// The retention window from the command line or the file.
+pub fn retention(det: &DetectOptions, file: &FileConfig) -> Option<Duration> {
+    det.retention.or(file.detect.retention)
+}
+
+/// File-mode settings from the command line with the file underneath.
+pub fn dedup_options(cli: &DedupOptions, file: &FileConfig) -> DedupOptions {
+    cli.clone().or(file.dedup.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_fills_what_flags_leave_open_and_rejects_unknown_keys() {
+        let file: FileConfig = toml::from_str(
+            "[signature]\nspot-distance = 2\nchain-len = 3\n[detect]\nthreshold = 0.6\n\
+             method = \"spotsigs\"\nretention = \"7d\"\n[dedup]\nno-text = true\n",
+        )
+        .unwrap();
+        let flags = SignatureOptions {
+            chain_len: Some(1),
+            ..Default::default()
+        };
+        let p = index_params(&flags, &DetectOptions::default(), None, None, &file).unwrap();
+        assert_eq!(p.signature.spot_distance, 2);
+        assert_eq!(p.signature.chain_len, 1, "a flag wins over the file");
+        assert_eq!(p.threshold, 0.6);
+        assert_eq!(p.method, Method::Spotsigs);
+        assert_eq!(
+            retention(&DetectOptions::default(), &file),
+            Some(Duration::from_secs(7 * 86400))
+        );
+        let err = toml::from_str::<FileConfig>("[detect]\nthreshhold = 0.5\n").unwrap_err();
+        assert!(err.to_string().contains("threshhold"), "{err}");
+        let bad = index_params(
+            &SignatureOptions::default(),
+            &DetectOptions::default(),
+            None,
+            Some(1.5),
+            &FileConfig::default(),
+        );
+        assert!(bad.is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! The Deduplicator: page in, decision out. Every front end (file mode, the streaming stage,
+//! eval, benchmarks) drives this one entry point.
+//!
+//! Signing ([`Signer::sign`]) is pure and `Sync`: callers run it on as many threads as they
+//! like. Deciding ([`Deduplicator::decide`]) takes `&mut self`, so decisions for one index are
+//! made one at a time, in the caller's order, and two near-duplicates can never both be
+//! judged unique.
+//!
+//! The rule (DESIGN §3): a document id that is already in the index gets its stored decision
+//! (idempotent replays); fewer than `min_signatures` distinct signatures → `skipped`;
+//! otherwise the candidates of the index are verified (length bound, then the similarity
+//! with early exit) and the best one reaching τ makes the page a `duplicate` of it; if none
+//! does the page is `unique` and is indexed.
+
+use std::sync::Arc;
+
+use crate::index::{
+    Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, IndexParams, Method,
+};
+use crate::signature::{length_bound, mass, similarity, similarity_at_least, Signed, Signer};
+
+/// A decision and whether it was stored before (a repeated id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The decision.
+    pub decision: Decision,
+    /// The id was decided before; this is the stored decision.
+    pub repeated: bool,
+}
+
+/// The page fields the decision needs.
+#[derive(Clone, Copy, Debug)]
+pub struct PageRef<'a> {
+    /// Document id.
+    pub id: &'a str,
+    /// URL.
+    pub url: &'a str,
+    /// First-seen time, Unix seconds (the caller's clock or the fetch time).
+    pub first_seen: i64,
+}
+
+/// Decides pages against one index.
+pub struct Deduplicator {
+    signer: Arc<Signer>,
+    index: Index,
+    candidates: Vec<Candidate>,
+}
+
+impl Deduplicator {
+    /// A deduplicator over `index`, signing with the index's own signature settings.
+    pub fn new(index: Index) -> Result<Deduplicator, IndexError> {
+        let signer = Signer::new(&index.params().signature)
+            .map_err(|e| crate::index::IndexParamError(e.to_string()))?;
+        Ok(Deduplicator {
+            signer: Arc::new(signer),
+            index,
+            candidates: Vec::new(),
+        })
+    }
+
+    /// The signer (shareable with worker threads).
+    pub fn signer(&self) -> Arc<Signer> {
+        Arc::clone(&self.signer)
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The index, mutably (retention sweeps, flushes).
+    pub fn index_mut(&mut self) -> &mut Index {
+        &mut self.index
+    }
+
+    /// Signs and decides one page.
+    pub fn process(&mut self, page: PageRef<'_>, html: &str) -> Result<Outcome, IndexError> {
+        let signed = self.signer.sign(html);
+        self.decide(page, &signed)
+    }
+
+    /// Decides one signed page and stores the decision.
+    pub fn decide(&mut self, page: PageRef<'_>, signed: &Signed) -> Result<Outcome, IndexError> {
+        if let Some(rec) = self.index.find_id(page.id)? {
+            return Ok(Outcome {
+                decision: rec.decision,
+                repeated: true,
+            });
+        }
+        let params = self.index.params().clone();
+        let decision = if signed.sigs.set_len() < params.min_signatures as usize {
+            Decision::plain(DecisionKind::Skipped)
+        } else {
+            match self.best_match(&params, signed)? {
+                Some((canonical, sim, cand)) => Decision {
+                    kind: DecisionKind::Duplicate,
+                    canonical_id: Some(canonical.id),
+                    canonical_url: Some(canonical.url),
+                    similarity: Some(sim),
+                    hamming: cand.hamming,
+                    found_by: Some(cand.found),
+                },
+                None => Decision::plain(DecisionKind::Unique),
+            }
+        };
+        self.index.put(&DocRecord {
+            id: page.id.to_string(),
+            url: page.url.to_string(),
+            first_seen: page.first_seen,
+            fingerprint: signed.fingerprint.clone(),
+            sigs: signed.sigs.clone(),
+            decision: decision.clone(),
+        })?;
+        Ok(Outcome {
+            decision,
+            repeated: false,
+        })
+    }
+
+    fn best_match(
+        &mut self,
+        params: &IndexParams,
+        signed: &Signed,
+    ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
+        let mut cands = std::mem::take(&mut self.candidates);
+        let mut best = None;
+        if matches!(params.method, Method::AlgG | Method::AlgH | Method::Chain) {
+            self.index.fingerprint_candidates(&signed.fingerprint, &mut cands)?;
+            best = self.verify(params, signed, &cands)?;
+        }
+        if best.is_none() && matches!(params.method, Method::Spotsigs | Method::Chain) {
+            self.index.list_candidates(&signed.sigs, &mut cands)?;
+            best = self.verify(params, signed, &cands)?;
+        }
+        self.candidates = cands;
+        Ok(best)
+    }
+
+    /// The best candidate reaching τ: highest similarity, then the earliest document.
+    fn verify(
+        &self,
+        params: &IndexParams,
+        signed: &Signed,
+        cands: &[Candidate],
+    ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
+        let (m, tau) = (params.measure, params.threshold);
+        let q = signed.sigs.entries();
+        let mq = mass(q, m);
+        let mut best: Option<(DocRecord, f64, Candidate)> = None;
+        for c in cands {
+            let Some(doc) = self.index.doc(c.doc)? else {
+                continue; // expired since it was indexed
+            };
+            if doc.decision.kind != DecisionKind::Unique {
+                continue;
+            }
+            let d = doc.sigs.entries();
+            if !length_bound(mq, mass(d, m), tau) || !similarity_at_least(q, d, m, tau) {
+                continue;
+            }
+            let sim = similarity(q, d, m);
+            if best.as_ref().is_none_or(|(_, s, _)| sim > *s) {
+                best = Some((doc, sim, *c));
+            }
+        }
+        Ok(best)
+    }
+}
+
+#[cfg(test)]
+mod tests;

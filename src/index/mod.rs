@@ -1,0 +1,529 @@
+//! The near-duplicate index: storage, alg.G, alg.H, exact-Jaccard lists, the document
+//! store, the stored parameters and the format version.
+//!
+//! Pure of the outside world except the index directory: no runtime, no metrics.
+//!
+//! # Key layout (format version 1)
+//!
+//! | family | key | value |
+//! |---|---|---|
+//! | `meta` | `format_version` | u32 BE |
+//! | `meta` | `params` | JSON of [`IndexParams`] |
+//! | `meta` | `next_doc` | u64 BE: the next internal document number |
+//! | `docs` | doc number u64 BE | [`docs::DocRecord`] (layout in [`docs`]) |
+//! | `ids` | document id (UTF-8) | doc number u64 BE |
+//! | `alg_g` | table u16 BE ‖ permuted fingerprint u64 BE ‖ doc u64 BE | fingerprint u64 BE |
+//! | `alg_h` | y = group·2^w + group value, u64 BE ‖ doc u64 BE | fingerprint words, u64 BE each |
+//! | `lists` | signature u32 BE ‖ set length u32 BE ‖ doc u64 BE | empty |
+//! | `stage` | owned by the streaming stage (checkpoints) | |
+//!
+//! Only `unique` documents have entries in `alg_g`, `alg_h` and `lists`; every decided
+//! document has a `docs` and an `ids` entry, so a repeated id gets its stored decision.
+
+pub mod alg_g;
+pub mod alg_h;
+pub mod docs;
+pub mod lists;
+pub mod store;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use docs::{Decision, DecisionKind, DocRecord, Found};
+pub use store::{Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError};
+
+use crate::signature::{Measure, SignatureConfig, Signatures};
+
+/// Version of the key layout and record encodings. Bump on any change of either (or of the
+/// fingerprint functions), and an index of another version is refused.
+pub const FORMAT_VERSION: u32 = 1;
+
+const META_FORMAT: &[u8] = b"format_version";
+const META_PARAMS: &[u8] = b"params";
+const META_NEXT_DOC: &[u8] = b"next_doc";
+
+/// Which index finds candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// alg.G permuted tables over the 64-bit fingerprint.
+    AlgG,
+    /// alg.H merged group index over a 64/128/256-bit fingerprint.
+    AlgH,
+    /// Exact-Jaccard inverted lists with prefix filtering: finds every pair ≥ τ.
+    Spotsigs,
+    /// alg.G first (near-exact copies), then the exact-Jaccard lists.
+    #[default]
+    Chain,
+}
+
+impl Method {
+    /// Every method.
+    pub const ALL: [Method; 4] = [Method::AlgG, Method::AlgH, Method::Spotsigs, Method::Chain];
+
+    /// Name as in flags.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::AlgG => "alg-g",
+            Method::AlgH => "alg-h",
+            Method::Spotsigs => "spotsigs",
+            Method::Chain => "chain",
+        }
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown method {s:?} (known: alg-g, alg-h, spotsigs, chain)"))
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything an index was built with; stored in `meta` and compared on open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexParams {
+    /// Candidate index.
+    pub method: Method,
+    /// Similarity measure of the verification.
+    pub measure: Measure,
+    /// Similarity threshold τ.
+    pub threshold: f64,
+    /// Hamming radius of alg.G / alg.H.
+    pub rh: u32,
+    /// Blocks (alg.G) or groups (alg.H); 0 picks the default for `rh`.
+    pub m: u32,
+    /// Pages with fewer distinct signatures are skipped.
+    pub min_signatures: u32,
+    /// The signing settings.
+    pub signature: SignatureConfig,
+}
+
+impl Default for IndexParams {
+    fn default() -> Self {
+        IndexParams {
+            method: Method::Chain,
+            measure: Measure::Jaccard,
+            threshold: 0.5,
+            rh: 3,
+            m: 0,
+            min_signatures: 5,
+            signature: SignatureConfig::default(),
+        }
+    }
+}
+
+/// Errors of the index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The storage layer failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Parameters that cannot work.
+    #[error(transparent)]
+    Param(#[from] IndexParamError),
+    /// Stored data does not decode.
+    #[error("corrupt index data: {0}")]
+    Corrupt(String),
+    /// The index was written by another format version.
+    #[error(
+        "index has format version {found}, this build reads version {expected}: rebuild it \
+         into a new directory (neardup dedup --index NEW_DIR …) or use a release that reads \
+         version {found}"
+    )]
+    FormatMismatch {
+        /// Version on disk.
+        found: u32,
+        /// Version of this build.
+        expected: u32,
+    },
+    /// The index was built with other parameters.
+    #[error(
+        "index was built with other parameters: {differences}; run with the parameters it \
+         was built with, or rebuild into a new directory (neardup dedup --index NEW_DIR …)"
+    )]
+    ParamsMismatch {
+        /// `name: stored → requested` for each difference.
+        differences: String,
+    },
+    /// `open_existing` on a directory without an index.
+    #[error("no neardup index here (no stored parameters)")]
+    NotAnIndex,
+}
+
+/// A candidate from an index lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Internal document number.
+    pub doc: u64,
+    /// Hamming distance, when a fingerprint index found it.
+    pub hamming: Option<u32>,
+    /// The index that found it.
+    pub found: Found,
+}
+
+/// Sizes, for `neardup index stats`.
+#[derive(Clone, Debug, Serialize)]
+pub struct IndexStats {
+    /// Format version.
+    pub format_version: u32,
+    /// Stored parameters.
+    pub params: IndexParams,
+    /// Documents numbered so far.
+    pub next_doc: u64,
+    /// `(family, keys, bytes)`.
+    pub families: Vec<(String, u64, u64)>,
+}
+
+/// The index: a store plus the structures the parameters select.
+pub struct Index {
+    store: Box<dyn Store>,
+    params: IndexParams,
+    alg_g: Option<alg_g::AlgG>,
+    alg_h: Option<alg_h::AlgH>,
+    lists: Option<lists::Lists>,
+    next_doc: u64,
+    scratch: Vec<(u64, u32)>,
+    scratch_docs: Vec<u64>,
+}
+
+fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
+    let a = serde_json::to_value(stored).unwrap_or_default();
+    let b = serde_json::to_value(asked).unwrap_or_default();
+    let mut out = Vec::new();
+    fn walk(prefix: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+        match (a, b) {
+            (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+                for (k, va) in x {
+                    let vb = y.get(k).unwrap_or(&serde_json::Value::Null);
+                    let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&p, va, vb, out);
+                }
+            }
+            _ if a != b => out.push(format!("{prefix}: {a} → {b}")),
+            _ => {}
+        }
+    }
+    walk("", &a, &b, &mut out);
+    out.join(", ")
+}
+
+impl Index {
+    /// Opens (or initialises) an index in `store` for `params`. An existing index must have
+    /// this build's format version and the same parameters.
+    pub fn open(store: Box<dyn Store>, params: IndexParams) -> Result<Index, IndexError> {
+        if !(params.threshold > 0.0 && params.threshold <= 1.0) {
+            return Err(IndexParamError(format!(
+                "threshold must be within (0, 1] (got {})",
+                params.threshold
+            ))
+            .into());
+        }
+        params
+            .signature
+            .validate()
+            .map_err(|e| IndexParamError(e.to_string()))?;
+        match store.get(Family::Meta, META_FORMAT)? {
+            Some(v) => {
+                let found = u32::from_be_bytes(
+                    v.as_slice()
+                        .try_into()
+                        .map_err(|_| IndexError::Corrupt("format version".into()))?,
+                );
+                if found != FORMAT_VERSION {
+                    return Err(IndexError::FormatMismatch {
+                        found,
+                        expected: FORMAT_VERSION,
+                    });
+                }
+                let stored = Self::stored_params(store.as_ref())?.ok_or(IndexError::NotAnIndex)?;
+                if stored != params {
+                    return Err(IndexError::ParamsMismatch {
+                        differences: diff_params(&stored, &params),
+                    });
+                }
+            }
+            None => {
+                let mut b = Batch::default();
+                b.put(Family::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
+                let json = serde_json::to_vec(&params).expect("params serialize");
+                b.put(Family::Meta, META_PARAMS, &json);
+                b.put(Family::Meta, META_NEXT_DOC, &0u64.to_be_bytes());
+                store.write(b)?;
+            }
+        }
+        Self::build(store, params)
+    }
+
+    /// Opens an existing index with the parameters stored in it.
+    pub fn open_existing(store: Box<dyn Store>) -> Result<Index, IndexError> {
+        let params = Self::stored_params(store.as_ref())?.ok_or(IndexError::NotAnIndex)?;
+        Self::open(store, params)
+    }
+
+    /// Opens or creates a RocksDB index in `dir`.
+    pub fn open_dir(dir: &Path, params: IndexParams) -> Result<Index, IndexError> {
+        Self::open(Box::new(RocksStore::open(dir)?), params)
+    }
+
+    /// A fresh in-memory index.
+    pub fn memory(params: IndexParams) -> Result<Index, IndexError> {
+        Self::open(Box::new(MemoryStore::new()), params)
+    }
+
+    fn stored_params(store: &dyn Store) -> Result<Option<IndexParams>, IndexError> {
+        match store.get(Family::Meta, META_PARAMS)? {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| IndexError::Corrupt(format!("stored parameters: {e}"))),
+        }
+    }
+
+    fn build(store: Box<dyn Store>, params: IndexParams) -> Result<Index, IndexError> {
+        let m_g = if params.m == 0 { alg_g::AlgG::default_m(params.rh) } else { params.m };
+        let k = params.signature.fingerprint_bits;
+        let m_h = if params.m == 0 { alg_h::AlgH::default_m(k, params.rh) } else { params.m };
+        let alg_g = match params.method {
+            Method::AlgG | Method::Chain => Some(alg_g::AlgG::new(m_g, params.rh)?),
+            _ => None,
+        };
+        let alg_h = match params.method {
+            Method::AlgH => Some(alg_h::AlgH::new(k, m_h, params.rh)?),
+            _ => None,
+        };
+        let lists = match params.method {
+            Method::Spotsigs | Method::Chain => Some(lists::Lists::new(params.threshold)?),
+            _ => None,
+        };
+        let next_doc = match store.get(Family::Meta, META_NEXT_DOC)? {
+            Some(v) => u64::from_be_bytes(
+                v.as_slice()
+                    .try_into()
+                    .map_err(|_| IndexError::Corrupt("next_doc".into()))?,
+            ),
+            None => 0,
+        };
+        Ok(Index {
+            store,
+            params,
+            alg_g,
+            alg_h,
+            lists,
+            next_doc,
+            scratch: Vec::new(),
+            scratch_docs: Vec::new(),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &IndexParams {
+        &self.params
+    }
+
+    /// The stored record of document `id`, if it was decided before.
+    pub fn find_id(&self, id: &str) -> Result<Option<DocRecord>, IndexError> {
+        match self.store.get(Family::Ids, id.as_bytes())? {
+            None => Ok(None),
+            Some(num) => {
+                let num: [u8; 8] = num
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| IndexError::Corrupt("ids entry".into()))?;
+                self.doc(u64::from_be_bytes(num))
+            }
+        }
+    }
+
+    /// The record of internal document `num`.
+    pub fn doc(&self, num: u64) -> Result<Option<DocRecord>, IndexError> {
+        match self.store.get(Family::Docs, &num.to_be_bytes())? {
+            None => Ok(None),
+            Some(v) => DocRecord::decode(&v).map(Some),
+        }
+    }
+
+    /// Candidates from the fingerprint index (alg.G or alg.H), if the method has one.
+    pub fn fingerprint_candidates(
+        &mut self,
+        fp: &[u64],
+        out: &mut Vec<Candidate>,
+    ) -> Result<(), IndexError> {
+        out.clear();
+        if let Some(g) = &self.alg_g {
+            g.query(self.store.as_ref(), fp[0], &mut self.scratch)?;
+            out.extend(self.scratch.iter().map(|&(doc, h)| Candidate {
+                doc,
+                hamming: Some(h),
+                found: Found::AlgG,
+            }));
+        } else if let Some(h) = &self.alg_h {
+            h.query(self.store.as_ref(), fp, &mut self.scratch)?;
+            out.extend(self.scratch.iter().map(|&(doc, d)| Candidate {
+                doc,
+                hamming: Some(d),
+                found: Found::AlgH,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Candidates from the exact-Jaccard lists, if the method has them.
+    pub fn list_candidates(
+        &mut self,
+        sigs: &Signatures,
+        out: &mut Vec<Candidate>,
+    ) -> Result<(), IndexError> {
+        out.clear();
+        if let Some(l) = &self.lists {
+            let set: Vec<u32> = sigs.hashes().collect();
+            l.query(self.store.as_ref(), &set, &mut self.scratch_docs)?;
+            out.extend(self.scratch_docs.iter().map(|&doc| Candidate {
+                doc,
+                hamming: None,
+                found: Found::Spotsigs,
+            }));
+        }
+        Ok(())
+    }
+
+    fn index_entries(&self, b: &mut Batch, rec: &DocRecord, num: u64, insert: bool) -> Result<(), IndexError> {
+        if let Some(g) = &self.alg_g {
+            let fp = *rec.fingerprint.first().ok_or_else(|| IndexError::Corrupt("empty fingerprint".into()))?;
+            if insert {
+                g.insert(b, fp, num);
+            } else {
+                g.remove(b, fp, num);
+            }
+        }
+        if let Some(h) = &self.alg_h {
+            if insert {
+                h.insert(b, &rec.fingerprint, num)?;
+            } else {
+                h.remove(b, &rec.fingerprint, num)?;
+            }
+        }
+        if let Some(l) = &self.lists {
+            let set: Vec<u32> = rec.sigs.hashes().collect();
+            if insert {
+                l.insert(b, &set, num);
+            } else {
+                l.remove(b, &set, num);
+            }
+        }
+        Ok(())
+    }
+
+    /// Stores a decided document in one atomic batch: its record, its id and, for a unique
+    /// document, its index entries. Returns its internal number.
+    pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
+        let num = self.next_doc;
+        let mut b = Batch::default();
+        if rec.decision.kind == DecisionKind::Unique {
+            self.index_entries(&mut b, rec, num, true)?;
+            b.put(Family::Docs, &num.to_be_bytes(), &rec.encode());
+        } else {
+            // only unique documents are ever candidates: keep the others lean
+            let lean = DocRecord {
+                sigs: Signatures::default(),
+                ..rec.clone()
+            };
+            b.put(Family::Docs, &num.to_be_bytes(), &lean.encode());
+        }
+        b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
+        b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
+        self.store.write(b)?;
+        self.next_doc = num + 1;
+        Ok(num)
+    }
+
+    /// Removes every document first seen before `cutoff` (Unix seconds), with its index
+    /// entries. Returns how many were removed.
+    pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
+        let mut expired: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut err = None;
+        self.store.scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+            match (<[u8; 8]>::try_from(k), DocRecord::decode(v)) {
+                (Ok(num), Ok(rec)) => {
+                    if rec.first_seen < cutoff {
+                        expired.push((u64::from_be_bytes(num), v.to_vec()));
+                    }
+                    true
+                }
+                (_, Err(e)) => {
+                    err = Some(e);
+                    false
+                }
+                (Err(_), _) => {
+                    err = Some(IndexError::Corrupt("docs key".into()));
+                    false
+                }
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let n = expired.len() as u64;
+        for chunk in expired.chunks(256) {
+            let mut b = Batch::default();
+            for (num, v) in chunk {
+                let rec = DocRecord::decode(v)?;
+                if rec.decision.kind == DecisionKind::Unique {
+                    self.index_entries(&mut b, &rec, *num, false)?;
+                }
+                b.delete(Family::Docs, &num.to_be_bytes());
+                // the id may since have been re-decided under a newer number
+                if let Some(cur) = self.store.get(Family::Ids, rec.id.as_bytes())? {
+                    if cur == num.to_be_bytes() {
+                        b.delete(Family::Ids, rec.id.as_bytes());
+                    }
+                }
+            }
+            self.store.write(b)?;
+        }
+        Ok(n)
+    }
+
+    /// Sizes of every family.
+    pub fn stats(&self) -> Result<IndexStats, IndexError> {
+        let mut families = Vec::new();
+        for f in Family::ALL {
+            let s = self.store.family_stats(f)?;
+            families.push((f.name().to_string(), s.keys, s.bytes));
+        }
+        Ok(IndexStats {
+            format_version: FORMAT_VERSION,
+            params: self.params.clone(),
+            next_doc: self.next_doc,
+            families,
+        })
+    }
+
+    /// Flushes memtables to disk.
+    pub fn flush(&self) -> Result<(), IndexError> {
+        Ok(self.store.flush()?)
+    }
+
+    /// Full compaction.
+    pub fn compact(&self) -> Result<(), IndexError> {
+        Ok(self.store.compact()?)
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests;

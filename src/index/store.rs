@@ -1,0 +1,872 @@
+//! Narrow key-value storage interface used by the index, with an in-memory
+//! implementation (tests, small runs) and a RocksDB implementation.
+//!
+//! The index keeps everything in a handful of column families ([`Family`]).
+//! Keys are raw bytes compared lexicographically; every integer inside a key is
+//! encoded big-endian so that byte order equals numeric order. The [`Store`]
+//! trait offers only what the index algorithms need: point reads, ordered
+//! half-open range scans, atomic multi-family batches ([`Batch`]), flushing,
+//! compaction and approximate statistics.
+//!
+//! This module also hosts the small pieces shared by the index modules: the
+//! parameter error type [`IndexParamError`] and big-endian key decoding
+//! helpers that turn malformed on-disk data into [`StoreError::Corrupt`]
+//! instead of panicking.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use rocksdb::{
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
+    ReadOptions, WriteBatch, DB,
+};
+
+/// RocksDB name of the [`Family::Meta`] column family.
+pub const CF_META: &str = "meta";
+/// RocksDB name of the [`Family::Docs`] column family.
+pub const CF_DOCS: &str = "docs";
+/// RocksDB name of the [`Family::Ids`] column family.
+pub const CF_IDS: &str = "ids";
+/// RocksDB name of the [`Family::AlgG`] column family.
+pub const CF_ALG_G: &str = "alg_g";
+/// RocksDB name of the [`Family::AlgH`] column family.
+pub const CF_ALG_H: &str = "alg_h";
+/// RocksDB name of the [`Family::Lists`] column family.
+pub const CF_LISTS: &str = "lists";
+/// RocksDB name of the [`Family::Stage`] column family.
+pub const CF_STAGE: &str = "stage";
+
+/// Column families of the index store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Index metadata (parameters, format version, counters).
+    Meta,
+    /// Per-document records.
+    Docs,
+    /// External id to document number mapping.
+    Ids,
+    /// Manku et al. permuted fingerprint tables (see `alg_g`).
+    AlgG,
+    /// Yuan et al. merged group index (see `alg_h`).
+    AlgH,
+    /// Exact-Jaccard inverted lists with prefix filtering (see `lists`).
+    Lists,
+    /// Staging area for the pipeline.
+    Stage,
+}
+
+impl Family {
+    /// Every family, in a fixed order (the order of [`Family::index`]).
+    pub const ALL: [Family; 7] = [
+        Family::Meta,
+        Family::Docs,
+        Family::Ids,
+        Family::AlgG,
+        Family::AlgH,
+        Family::Lists,
+        Family::Stage,
+    ];
+
+    /// The column family name used by RocksDB.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Meta => CF_META,
+            Family::Docs => CF_DOCS,
+            Family::Ids => CF_IDS,
+            Family::AlgG => CF_ALG_G,
+            Family::AlgH => CF_ALG_H,
+            Family::Lists => CF_LISTS,
+            Family::Stage => CF_STAGE,
+        }
+    }
+
+    /// Position of the family in [`Family::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Family::Meta => 0,
+            Family::Docs => 1,
+            Family::Ids => 2,
+            Family::AlgG => 3,
+            Family::AlgH => 4,
+            Family::Lists => 5,
+            Family::Stage => 6,
+        }
+    }
+}
+
+/// Errors of the storage layer and of decoding index data read from it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An error reported by RocksDB.
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// Data read from the store does not have the expected layout.
+    #[error("corrupt index data: {0}")]
+    Corrupt(String),
+    /// A column family is missing from an open database.
+    #[error("missing column family {0}")]
+    MissingFamily(&'static str),
+    /// The database directory could not be created.
+    #[error("cannot create index directory {path}: {source}")]
+    CreateDir {
+        /// The directory that could not be created.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A fingerprint passed to an index has the wrong number of 64-bit words.
+    #[error("fingerprint has {got} 64-bit words, the index expects {expected}")]
+    FingerprintWidth {
+        /// Words expected by the index.
+        expected: usize,
+        /// Words received.
+        got: usize,
+    },
+}
+
+/// Invalid parameters for one of the index structures.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid index parameters: {0}")]
+pub struct IndexParamError(pub String);
+
+/// Approximate size of one family.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FamilyStats {
+    /// Number of keys (exact for [`MemoryStore`], an estimate for [`RocksStore`]).
+    pub keys: u64,
+    /// Bytes used in memory ([`MemoryStore`]: keys plus values) or on disk plus
+    /// memtables ([`RocksStore`]).
+    pub bytes: u64,
+}
+
+/// One operation of a [`Batch`], borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Set `key` to `value` in `family`.
+    Put {
+        /// Target family.
+        family: Family,
+        /// Key bytes.
+        key: &'a [u8],
+        /// Value bytes.
+        value: &'a [u8],
+    },
+    /// Remove `key` from `family` (no error if absent).
+    Delete {
+        /// Target family.
+        family: Family,
+        /// Key bytes.
+        key: &'a [u8],
+    },
+}
+
+/// Position of one operation inside the batch buffer.
+#[derive(Debug, Clone, Copy)]
+struct OpRef {
+    family: Family,
+    put: bool,
+    start: usize,
+    key_end: usize,
+    end: usize,
+}
+
+/// Writes of one page, applied atomically, in insertion order, by
+/// [`Store::write`].
+///
+/// Keys and values are appended to one shared buffer, so building a batch
+/// does not allocate per key once the buffers have grown.
+#[derive(Default, Debug, Clone)]
+pub struct Batch {
+    data: Vec<u8>,
+    ops: Vec<OpRef>,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Queues `key = value` in `f`.
+    pub fn put(&mut self, f: Family, key: &[u8], value: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(key);
+        let key_end = self.data.len();
+        self.data.extend_from_slice(value);
+        self.ops.push(OpRef {
+            family: f,
+            put: true,
+            start,
+            key_end,
+            end: self.data.len(),
+        });
+    }
+
+    /// Queues the deletion of `key` in `f`.
+    pub fn delete(&mut self, f: Family, key: &[u8]) {
+        let start = self.data.len();
+        self.data.extend_from_slice(key);
+        let end = self.data.len();
+        self.ops.push(OpRef {
+            family: f,
+            put: false,
+            start,
+            key_end: end,
+            end,
+        });
+    }
+
+    /// Number of queued operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True when no operation is queued.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Removes every queued operation, keeping the allocated buffers.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.ops.clear();
+    }
+
+    /// The queued operations in insertion order.
+    pub fn ops(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.ops.iter().map(move |op| {
+            let key = &self.data[op.start..op.key_end];
+            if op.put {
+                BatchOp::Put {
+                    family: op.family,
+                    key,
+                    value: &self.data[op.key_end..op.end],
+                }
+            } else {
+                BatchOp::Delete {
+                    family: op.family,
+                    key,
+                }
+            }
+        })
+    }
+}
+
+/// Storage used by the index.
+///
+/// Implementations must be safe to share between threads. Callbacks passed to
+/// [`Store::scan`] must not write to the same store (the in-memory store holds
+/// a read lock during the scan).
+pub trait Store: Send + Sync {
+    /// Reads the value of `key` in `family`.
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Visits the entries with lo <= key < hi in ascending key order; stops early when `visit` returns false.
+    ///
+    /// An empty range (`lo >= hi`) visits nothing.
+    fn scan(
+        &self,
+        family: Family,
+        lo: &[u8],
+        hi: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError>;
+
+    /// Applies all operations of the batch atomically (one RocksDB `WriteBatch`).
+    ///
+    /// Operations are applied in insertion order, so a later operation on the
+    /// same key wins.
+    fn write(&self, batch: Batch) -> Result<(), StoreError>;
+
+    /// Flushes buffered writes (memtables) to durable storage.
+    fn flush(&self) -> Result<(), StoreError>;
+
+    /// Full compaction of every family.
+    fn compact(&self) -> Result<(), StoreError>;
+
+    /// Approximate (number of keys, bytes on disk or in memory) per family, for `index stats`.
+    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError>;
+}
+
+type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 7];
+
+/// In-memory [`Store`]: one ordered map per family behind a single lock, so
+/// batches are applied atomically with respect to readers.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    tables: RwLock<Tables>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Tables> {
+        // A poisoned lock only means another thread panicked while holding it;
+        // every write applies a whole batch, so the maps remain usable.
+        self.tables
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write_lock(&self) -> RwLockWriteGuard<'_, Tables> {
+        self.tables
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Store for MemoryStore {
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.read()[family.index()].get(key).cloned())
+    }
+
+    fn scan(
+        &self,
+        family: Family,
+        lo: &[u8],
+        hi: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        if lo >= hi {
+            return Ok(());
+        }
+        let tables = self.read();
+        let range =
+            tables[family.index()].range::<[u8], _>((Bound::Included(lo), Bound::Excluded(hi)));
+        for (k, v) in range {
+            if !visit(k, v) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&self, batch: Batch) -> Result<(), StoreError> {
+        let mut tables = self.write_lock();
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { family, key, value } => {
+                    tables[family.index()].insert(key.to_vec(), value.to_vec());
+                }
+                BatchOp::Delete { family, key } => {
+                    tables[family.index()].remove(key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError> {
+        let tables = self.read();
+        let table = &tables[family.index()];
+        let bytes = table.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        Ok(FamilyStats {
+            keys: table.len() as u64,
+            bytes,
+        })
+    }
+}
+
+/// RocksDB-backed [`Store`] with one column family per [`Family`].
+///
+/// The write-ahead log is on, so dropping the store loses nothing that
+/// [`Store::write`] acknowledged.
+pub struct RocksStore {
+    db: DB,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for RocksStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Database and column family options, shared by every family.
+fn options() -> Options {
+    let mut table = BlockBasedOptions::default();
+    // 10 bits per key: about 1% false positives for point reads.
+    table.set_bloom_filter(10.0, false);
+
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    opts.set_compression_type(DBCompressionType::Lz4);
+    opts.set_write_buffer_size(64 << 20);
+    opts.set_block_based_table_factory(&table);
+    opts.increase_parallelism(2);
+    opts
+}
+
+impl RocksStore {
+    /// Opens (or creates) the database at `path`, creating the directory and
+    /// any missing column family.
+    pub fn open(path: &Path) -> Result<RocksStore, StoreError> {
+        std::fs::create_dir_all(path).map_err(|source| StoreError::CreateDir {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let opts = options();
+        // Every existing family must be opened too, or RocksDB refuses to open.
+        let mut names: Vec<String> = Family::ALL.iter().map(|f| f.name().to_owned()).collect();
+        if let Ok(existing) = DB::list_cf(&opts, path) {
+            for name in existing {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        let descriptors = names
+            .into_iter()
+            .map(|name| ColumnFamilyDescriptor::new(name, options()));
+        let db = DB::open_cf_descriptors(&opts, path, descriptors)?;
+        let store = RocksStore {
+            db,
+            path: path.to_path_buf(),
+        };
+        for f in Family::ALL {
+            store.cf(f)?;
+        }
+        Ok(store)
+    }
+
+    /// Directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn cf(&self, family: Family) -> Result<&ColumnFamily, StoreError> {
+        self.db
+            .cf_handle(family.name())
+            .ok_or(StoreError::MissingFamily(family.name()))
+    }
+}
+
+impl Store for RocksStore {
+    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.db.get_cf(self.cf(family)?, key)?)
+    }
+
+    fn scan(
+        &self,
+        family: Family,
+        lo: &[u8],
+        hi: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        if lo >= hi {
+            return Ok(());
+        }
+        let cf = self.cf(family)?;
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(lo);
+        ro.set_iterate_upper_bound(hi);
+        let mut it = self.db.raw_iterator_cf_opt(cf, ro);
+        it.seek(lo);
+        while let Some((k, v)) = it.item() {
+            if !visit(k, v) {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    fn write(&self, batch: Batch) -> Result<(), StoreError> {
+        let cfs: Vec<&ColumnFamily> = Family::ALL
+            .iter()
+            .map(|&f| self.cf(f))
+            .collect::<Result<_, _>>()?;
+        let mut wb = WriteBatch::default();
+        for op in batch.ops() {
+            match op {
+                BatchOp::Put { family, key, value } => wb.put_cf(cfs[family.index()], key, value),
+                BatchOp::Delete { family, key } => wb.delete_cf(cfs[family.index()], key),
+            }
+        }
+        self.db.write(wb)?;
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        for f in Family::ALL {
+            self.db.flush_cf(self.cf(f)?)?;
+        }
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<(), StoreError> {
+        for f in Family::ALL {
+            self.db
+                .compact_range_cf(self.cf(f)?, None::<&[u8]>, None::<&[u8]>);
+        }
+        Ok(())
+    }
+
+    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError> {
+        let cf = self.cf(family)?;
+        let prop = |name: &str| -> Result<u64, StoreError> {
+            Ok(self.db.property_int_value_cf(cf, name)?.unwrap_or(0))
+        };
+        Ok(FamilyStats {
+            keys: prop("rocksdb.estimate-num-keys")?,
+            bytes: prop("rocksdb.total-sst-files-size")?
+                .saturating_add(prop("rocksdb.cur-size-all-mem-tables")?),
+        })
+    }
+}
+
+/// Reads the big-endian `u64` at `bytes[at..at + 8]`, or reports corruption
+/// naming `what`.
+pub(crate) fn read_u64(bytes: &[u8], at: usize, what: &str) -> Result<u64, StoreError> {
+    bytes
+        .get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map(u64::from_be_bytes)
+        .ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "{what}: expected 8 bytes at offset {at}, record has {} bytes",
+                bytes.len()
+            ))
+        })
+}
+
+/// Reports a record of unexpected length as corruption.
+pub(crate) fn check_len(bytes: &[u8], expected: usize, what: &str) -> Result<(), StoreError> {
+    if bytes.len() == expected {
+        Ok(())
+    } else {
+        Err(StoreError::Corrupt(format!(
+            "{what}: expected {expected} bytes, found {}",
+            bytes.len()
+        )))
+    }
+}
+
+/// Bytes appended to a key prefix to form an exclusive scan bound above every
+/// key that starts with that prefix and has at most 8 more bytes: such a key
+/// is either a proper prefix of `prefix ++ SCAN_PAST` or smaller at some byte.
+pub(crate) const SCAN_PAST: [u8; 9] = [0xff; 9];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn collect(store: &dyn Store, f: Family, lo: &[u8], hi: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        store
+            .scan(f, lo, hi, &mut |k, v| {
+                out.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .unwrap();
+        out
+    }
+
+    fn keys(store: &dyn Store, f: Family, lo: &[u8], hi: &[u8]) -> Vec<Vec<u8>> {
+        collect(store, f, lo, hi)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    fn put_get_delete(store: &dyn Store) {
+        assert_eq!(store.get(Family::Docs, b"a").unwrap(), None);
+        let mut b = Batch::default();
+        b.put(Family::Docs, b"a", b"1");
+        b.put(Family::Docs, b"b", b"");
+        store.write(b).unwrap();
+        assert_eq!(store.get(Family::Docs, b"a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(store.get(Family::Docs, b"b").unwrap(), Some(Vec::new()));
+
+        let mut b = Batch::default();
+        b.put(Family::Docs, b"a", b"2");
+        store.write(b).unwrap();
+        assert_eq!(store.get(Family::Docs, b"a").unwrap(), Some(b"2".to_vec()));
+
+        let mut b = Batch::default();
+        b.delete(Family::Docs, b"a");
+        b.delete(Family::Docs, b"missing");
+        store.write(b).unwrap();
+        assert_eq!(store.get(Family::Docs, b"a").unwrap(), None);
+        assert_eq!(store.get(Family::Docs, b"b").unwrap(), Some(Vec::new()));
+
+        // An empty batch is fine.
+        store.write(Batch::default()).unwrap();
+    }
+
+    fn batch_order(store: &dyn Store) {
+        let mut b = Batch::default();
+        b.put(Family::Meta, b"x", b"1");
+        b.delete(Family::Meta, b"x");
+        b.delete(Family::Meta, b"y");
+        b.put(Family::Meta, b"y", b"2");
+        b.put(Family::Meta, b"z", b"1");
+        b.put(Family::Meta, b"z", b"3");
+        assert_eq!(b.len(), 6);
+        store.write(b).unwrap();
+        assert_eq!(store.get(Family::Meta, b"x").unwrap(), None);
+        assert_eq!(store.get(Family::Meta, b"y").unwrap(), Some(b"2".to_vec()));
+        assert_eq!(store.get(Family::Meta, b"z").unwrap(), Some(b"3".to_vec()));
+    }
+
+    /// A writer repeatedly puts the same counter under two keys in two
+    /// families, in one batch; a reader reading key A then key B must never
+    /// see B older than A.
+    fn batch_atomicity(store: &dyn Store) {
+        const ROUNDS: u64 = 2000;
+        let done = AtomicBool::new(false);
+        let read_u = |f: Family, k: &[u8]| -> u64 {
+            store
+                .get(f, k)
+                .unwrap()
+                .map(|v| u64::from_be_bytes(v.try_into().unwrap()))
+                .unwrap_or(0)
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 1..=ROUNDS {
+                    let mut b = Batch::default();
+                    b.put(Family::Stage, b"atom-a", &i.to_be_bytes());
+                    b.put(Family::Ids, b"atom-b", &i.to_be_bytes());
+                    store.write(b).unwrap();
+                }
+                done.store(true, Ordering::SeqCst);
+            });
+            let mut checks = 0u64;
+            while !done.load(Ordering::SeqCst) || checks < 10 {
+                let a = read_u(Family::Stage, b"atom-a");
+                let b = read_u(Family::Ids, b"atom-b");
+                assert!(b >= a, "saw a={a} but older b={b}");
+                checks += 1;
+            }
+        });
+        assert_eq!(read_u(Family::Stage, b"atom-a"), ROUNDS);
+        assert_eq!(read_u(Family::Ids, b"atom-b"), ROUNDS);
+    }
+
+    fn scans(store: &dyn Store) {
+        let all: [&[u8]; 9] = [
+            b"",
+            b"\x00",
+            b"a",
+            b"a\x00",
+            b"ab",
+            b"abc",
+            b"b",
+            b"b\xff",
+            b"\xff\xff",
+        ];
+        // Insert out of order to check ordering.
+        let mut b = Batch::default();
+        for k in all.iter().rev() {
+            b.put(Family::Lists, k, &[k.len() as u8]);
+        }
+        store.write(b).unwrap();
+
+        let everything = keys(store, Family::Lists, b"", &[0xff; 4]);
+        let expected: Vec<Vec<u8>> = all.iter().map(|k| k.to_vec()).collect();
+        assert_eq!(everything, expected);
+
+        // [lo, hi): lo included, hi excluded.
+        assert_eq!(
+            keys(store, Family::Lists, b"a", b"abc"),
+            vec![b"a".to_vec(), b"a\x00".to_vec(), b"ab".to_vec()]
+        );
+        // Prefix scan for "a" with the SCAN_PAST convention.
+        let mut hi = b"a".to_vec();
+        hi.extend_from_slice(&SCAN_PAST);
+        assert_eq!(keys(store, Family::Lists, b"a", &hi).len(), 4);
+        // Bounds between keys.
+        assert_eq!(
+            keys(store, Family::Lists, b"aa", b"b\x00"),
+            vec![b"ab".to_vec(), b"abc".to_vec(), b"b".to_vec()]
+        );
+        // Empty and inverted ranges.
+        assert!(keys(store, Family::Lists, b"a", b"a").is_empty());
+        assert!(keys(store, Family::Lists, b"b", b"a").is_empty());
+        // Values come with their keys.
+        let kv = collect(store, Family::Lists, b"abc", b"abd");
+        assert_eq!(kv, vec![(b"abc".to_vec(), vec![3u8])]);
+
+        // Early stop.
+        let mut seen = Vec::new();
+        store
+            .scan(Family::Lists, b"", &[0xff; 4], &mut |k, _| {
+                seen.push(k.to_vec());
+                seen.len() < 3
+            })
+            .unwrap();
+        assert_eq!(seen, expected[..3].to_vec());
+    }
+
+    fn isolation(store: &dyn Store) {
+        let mut b = Batch::default();
+        for f in Family::ALL {
+            b.put(f, b"shared", f.name().as_bytes());
+        }
+        store.write(b).unwrap();
+        for f in Family::ALL {
+            assert_eq!(
+                store.get(f, b"shared").unwrap(),
+                Some(f.name().as_bytes().to_vec())
+            );
+        }
+        let mut b = Batch::default();
+        b.delete(Family::AlgG, b"shared");
+        store.write(b).unwrap();
+        assert_eq!(store.get(Family::AlgG, b"shared").unwrap(), None);
+        assert!(keys(store, Family::AlgG, b"", b"\xff").is_empty());
+        for f in Family::ALL {
+            if f != Family::AlgG {
+                assert!(store.get(f, b"shared").unwrap().is_some(), "{f:?}");
+            }
+        }
+        assert_eq!(keys(store, Family::AlgH, b"", b"\xff").len(), 1);
+    }
+
+    fn maintenance(store: &dyn Store) {
+        let mut b = Batch::default();
+        for i in 0u32..100 {
+            b.put(Family::Docs, &i.to_be_bytes(), b"value");
+        }
+        store.write(b).unwrap();
+        store.flush().unwrap();
+        store.compact().unwrap();
+        let stats = store.family_stats(Family::Docs).unwrap();
+        assert!(stats.keys > 0 && stats.bytes > 0, "{stats:?}");
+        assert_eq!(
+            keys(store, Family::Docs, &[0; 4], &[0, 0, 0, 100]).len(),
+            100
+        );
+    }
+
+    /// The shared suite, run against every implementation.
+    fn suite(store: &dyn Store) {
+        put_get_delete(store);
+        batch_order(store);
+        batch_atomicity(store);
+        scans(store);
+        isolation(store);
+        maintenance(store);
+    }
+
+    #[test]
+    fn memory_store_suite() {
+        suite(&MemoryStore::new());
+    }
+
+    #[test]
+    fn rocks_store_suite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RocksStore::open(&dir.path().join("db")).unwrap();
+        assert_eq!(store.path(), dir.path().join("db"));
+        suite(&store);
+    }
+
+    #[test]
+    fn memory_store_stats_are_exact() {
+        let store = MemoryStore::new();
+        let mut b = Batch::default();
+        b.put(Family::Ids, b"ab", b"cde");
+        b.put(Family::Ids, b"x", b"");
+        store.write(b).unwrap();
+        let stats = store.family_stats(Family::Ids).unwrap();
+        assert_eq!(stats, FamilyStats { keys: 2, bytes: 6 });
+        assert_eq!(
+            store.family_stats(Family::Docs).unwrap(),
+            FamilyStats::default()
+        );
+    }
+
+    #[test]
+    fn rocks_store_reopen_keeps_data() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = RocksStore::open(dir.path()).unwrap();
+            let mut b = Batch::default();
+            b.put(Family::Meta, b"version", b"1");
+            b.put(Family::AlgH, b"k", b"v");
+            store.write(b).unwrap();
+        }
+        let store = RocksStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.get(Family::Meta, b"version").unwrap(),
+            Some(b"1".to_vec())
+        );
+        assert_eq!(store.get(Family::AlgH, b"k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(store.get(Family::AlgG, b"k").unwrap(), None);
+    }
+
+    #[test]
+    fn family_names_and_indices() {
+        for (i, f) in Family::ALL.into_iter().enumerate() {
+            assert_eq!(f.index(), i);
+        }
+        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(
+            names,
+            ["meta", "docs", "ids", "alg_g", "alg_h", "lists", "stage"]
+        );
+    }
+
+    #[test]
+    fn batch_ops_roundtrip() {
+        let mut b = Batch::new();
+        assert!(b.is_empty());
+        b.put(Family::Docs, b"k1", b"v1");
+        b.delete(Family::Ids, b"k2");
+        let ops: Vec<BatchOp<'_>> = b.ops().collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put {
+                    family: Family::Docs,
+                    key: b"k1",
+                    value: b"v1"
+                },
+                BatchOp::Delete {
+                    family: Family::Ids,
+                    key: b"k2"
+                },
+            ]
+        );
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn decode_helpers_report_corruption() {
+        assert_eq!(read_u64(&[0, 0, 0, 0, 0, 0, 0, 0, 7], 1, "x").unwrap(), 7);
+        assert!(matches!(
+            read_u64(&[1, 2, 3], 0, "x"),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            read_u64(&[0; 8], 4, "x"),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(check_len(&[0; 4], 4, "x").is_ok());
+        assert!(matches!(
+            check_len(&[0; 3], 4, "x"),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+}

@@ -1,0 +1,348 @@
+//! Records: the input page, the tagged output and the dead letter, mirroring
+//! `schemas/page.v1.schema.json`, `schemas/tagged.v1.schema.json` and
+//! `schemas/dead-letter.v1.schema.json`.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::dedup::Outcome;
+use crate::index::{DecisionKind, IndexParams, FORMAT_VERSION};
+use crate::signature::{fingerprint::to_hex, Signed};
+
+/// A fetched page (input).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Page {
+    /// Document id; absent or empty: a hash of the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Page URL (required, non-empty).
+    pub url: String,
+    /// The fetched HTML (required; may be empty).
+    pub html: String,
+    /// Fetch time, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<String>,
+    /// HTTP response headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// Why a record could not be processed. The codes are the bounded label set of metrics and
+/// the `reason` of dead letters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BadReason {
+    /// Bytes are not UTF-8.
+    NotUtf8,
+    /// Not JSON at all.
+    InvalidJson,
+    /// JSON that ends too early.
+    TruncatedJson,
+    /// JSON, but not a page object (wrong types, missing `html`).
+    WrongShape,
+    /// No `url` field.
+    MissingUrl,
+    /// An empty `url`.
+    EmptyUrl,
+    /// `fetched_at` is not RFC 3339.
+    InvalidFetchedAt,
+    /// Larger than the configured record limit.
+    TooLarge,
+}
+
+impl BadReason {
+    /// The reason code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BadReason::NotUtf8 => "not_utf8",
+            BadReason::InvalidJson => "invalid_json",
+            BadReason::TruncatedJson => "truncated_json",
+            BadReason::WrongShape => "wrong_shape",
+            BadReason::MissingUrl => "missing_url",
+            BadReason::EmptyUrl => "empty_url",
+            BadReason::InvalidFetchedAt => "invalid_fetched_at",
+            BadReason::TooLarge => "too_large",
+        }
+    }
+}
+
+/// A record that could not be decoded: the reason and a human-readable detail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRecord {
+    /// Reason code.
+    pub reason: BadReason,
+    /// What exactly is wrong.
+    pub detail: String,
+}
+
+impl std::fmt::Display for BadRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason.as_str(), self.detail)
+    }
+}
+
+/// A decoded, validated page.
+#[derive(Clone, Debug)]
+pub struct ValidPage {
+    /// The record.
+    pub page: Page,
+    /// The document id (the record's or the URL hash).
+    pub doc_id: String,
+    /// Fetch time as Unix seconds, if given.
+    pub fetched_at: Option<i64>,
+}
+
+/// FNV-1a, 64 bits: the stable hash of a URL that names a page without an id.
+pub fn url_id(url: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in url.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("url-{h:016x}")
+}
+
+/// Decodes and validates one input record.
+pub fn decode_page(bytes: &[u8], max_bytes: usize) -> Result<ValidPage, BadRecord> {
+    let bad = |reason, detail: String| BadRecord { reason, detail };
+    if bytes.len() > max_bytes {
+        return Err(bad(
+            BadReason::TooLarge,
+            format!("record has {} bytes, the limit is {max_bytes}", bytes.len()),
+        ));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        bad(BadReason::NotUtf8, format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+    })?;
+    let page: Page = serde_json::from_str(text).map_err(|e| {
+        use serde_json::error::Category;
+        let detail = e.to_string();
+        let reason = match e.classify() {
+            Category::Eof => BadReason::TruncatedJson,
+            Category::Syntax | Category::Io => BadReason::InvalidJson,
+            Category::Data if detail.contains("missing field `url`") => BadReason::MissingUrl,
+            Category::Data => BadReason::WrongShape,
+        };
+        bad(reason, detail)
+    })?;
+    if page.url.trim().is_empty() {
+        return Err(bad(BadReason::EmptyUrl, "the url field is empty".into()));
+    }
+    let fetched_at = match &page.fetched_at {
+        None => None,
+        Some(t) => Some(parse_time(t).ok_or_else(|| {
+            bad(BadReason::InvalidFetchedAt, format!("fetched_at {t:?} is not RFC 3339"))
+        })?),
+    };
+    let doc_id = match page.id.as_deref() {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => url_id(&page.url),
+    };
+    Ok(ValidPage {
+        page,
+        doc_id,
+        fetched_at,
+    })
+}
+
+/// Parses an RFC 3339 time to Unix seconds.
+pub fn parse_time(t: &str) -> Option<i64> {
+    let st = humantime::parse_rfc3339_weak(t.trim()).ok()?;
+    match st.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => Some(d.as_secs() as i64),
+        Err(e) => Some(-(e.duration().as_secs() as i64)),
+    }
+}
+
+/// The `dedup` object of a tagged record.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DedupInfo {
+    /// unique, duplicate or skipped.
+    pub decision: DecisionKind,
+    /// Canonical document id (duplicates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_id: Option<String>,
+    /// Canonical document URL (duplicates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_url: Option<String>,
+    /// Similarity to the canonical document (duplicates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    /// Hamming distance of the fingerprints, where a fingerprint index found the match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hamming: Option<u32>,
+    /// The index that found the match (alg-g, alg-h, spotsigs), for duplicates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<String>,
+    /// The configured method.
+    pub method: String,
+    /// The similarity threshold τ.
+    pub threshold: f64,
+    /// Index format version.
+    pub index_format: u32,
+    /// Identifies the index parameters (CRC32 of their JSON, hex).
+    pub params_id: String,
+    /// The id was decided before and this is the stored decision.
+    pub repeated: bool,
+}
+
+/// A tagged record (output).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Tagged {
+    /// Schema name and version: `neardup.tagged.v1`.
+    pub schema: String,
+    /// Document id.
+    pub id: String,
+    /// Page URL.
+    pub url: String,
+    /// Fetch time, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<String>,
+    /// HTTP response headers, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// The stripped text (blocks separated by newlines), unless turned off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Distinct SpotSigs signatures.
+    pub signatures: usize,
+    /// Fingerprint, hex.
+    pub fingerprint: String,
+    /// The decision.
+    pub dedup: DedupInfo,
+}
+
+/// Schema name of tagged records.
+pub const TAGGED_SCHEMA: &str = "neardup.tagged.v1";
+/// Schema name of dead letters.
+pub const DEAD_LETTER_SCHEMA: &str = "neardup.dead-letter.v1";
+
+/// A short identifier of index parameters.
+pub fn params_id(p: &IndexParams) -> String {
+    format!("{:08x}", crc32fast::hash(&serde_json::to_vec(p).unwrap_or_default()))
+}
+
+/// Builds the tagged record of a decided page.
+pub fn tagged(
+    page: &ValidPage,
+    signed: &Signed,
+    outcome: &Outcome,
+    params: &IndexParams,
+    params_id: &str,
+    keep_text: bool,
+) -> Tagged {
+    let d = &outcome.decision;
+    Tagged {
+        schema: TAGGED_SCHEMA.to_string(),
+        id: page.doc_id.clone(),
+        url: page.page.url.clone(),
+        fetched_at: page.page.fetched_at.clone(),
+        headers: page.page.headers.clone(),
+        text: keep_text.then(|| signed.text.text.clone()),
+        signatures: signed.sigs.set_len(),
+        fingerprint: to_hex(&signed.fingerprint),
+        dedup: DedupInfo {
+            decision: d.kind,
+            canonical_id: d.canonical_id.clone(),
+            canonical_url: d.canonical_url.clone(),
+            similarity: d.similarity.map(|s| (s * 1e6).round() / 1e6),
+            hamming: d.hamming,
+            found_by: d.found_by.map(|f| f.as_str().to_string()),
+            method: params.method.as_str().to_string(),
+            threshold: params.threshold,
+            index_format: FORMAT_VERSION,
+            params_id: params_id.to_string(),
+            repeated: outcome.repeated,
+        },
+    }
+}
+
+/// Where a dead letter came from.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Source {
+    /// A line of an input file.
+    File {
+        /// Input path (`-` for stdin).
+        path: String,
+        /// 1-based line number.
+        line: u64,
+    },
+    /// A Kafka record.
+    Kafka {
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// Offset.
+        offset: i64,
+    },
+}
+
+/// A dead letter: a record that could not be processed, with the original bytes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DeadLetter {
+    /// Schema name and version: `neardup.dead-letter.v1`.
+    pub schema: String,
+    /// Reason code.
+    pub reason: String,
+    /// What exactly is wrong.
+    pub detail: String,
+    /// Where the record came from.
+    pub source: Source,
+    /// The original bytes, base64.
+    pub original_base64: String,
+}
+
+impl DeadLetter {
+    /// A dead letter for `bad` with the original bytes.
+    pub fn new(bad: &BadRecord, source: Source, original: &[u8]) -> DeadLetter {
+        DeadLetter {
+            schema: DEAD_LETTER_SCHEMA.to_string(),
+            reason: bad.reason.as_str().to_string(),
+            detail: bad.detail.clone(),
+            source,
+            original_base64: base64::engine::general_purpose::STANDARD.encode(original),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_reasons() {
+        let max = 1 << 20;
+        let ok = decode_page(br#"{"url":"https://a.test/","html":"<p>x</p>"}"#, max).unwrap();
+        assert_eq!(ok.doc_id, url_id("https://a.test/"));
+        let cases: Vec<(&[u8], BadReason)> = vec![
+            (b"not json", BadReason::InvalidJson),
+            (br#"{"url":"https://a.test/","html":"<p>"#, BadReason::TruncatedJson),
+            (br#"{"html":"x"}"#, BadReason::MissingUrl),
+            (br#"{"url":"","html":"x"}"#, BadReason::EmptyUrl),
+            (br#"{"url":"u"}"#, BadReason::WrongShape),
+            (br#"[1,2]"#, BadReason::WrongShape),
+            (br#"{"url":5,"html":"x"}"#, BadReason::WrongShape),
+            (b"{\"url\":\"u\",\"html\":\"\xff\"}", BadReason::NotUtf8),
+            (br#"{"url":"u","html":"x","fetched_at":"yesterday"}"#, BadReason::InvalidFetchedAt),
+        ];
+        for (bytes, reason) in cases {
+            let got = decode_page(bytes, max).unwrap_err();
+            assert_eq!(got.reason, reason, "{}", String::from_utf8_lossy(bytes));
+        }
+        assert_eq!(
+            decode_page(&[b' '; 100], 10).unwrap_err().reason,
+            BadReason::TooLarge
+        );
+        let t = decode_page(
+            br#"{"id":"p1","url":"u","html":"","fetched_at":"2026-11-20T08:15:00Z"}"#,
+            max,
+        )
+        .unwrap();
+        assert_eq!(t.doc_id, "p1");
+        assert_eq!(t.fetched_at, Some(1_795_162_500));
+    }
+}

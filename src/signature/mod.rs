@@ -1,0 +1,254 @@
+//! Signatures: SpotSigs, sentence shingles, fingerprints, similarity.
+//!
+//! Pure code: no I/O, no runtime, no metrics. The [`Signer`] runs the whole signing path
+//! for one page (strip → tokens → SpotSigs → fingerprint) and is `Sync`, so one signer
+//! serves every worker thread.
+
+pub mod fingerprint;
+pub mod shingles;
+pub mod similarity;
+pub mod spotsigs;
+
+use serde::{Deserialize, Serialize};
+
+pub use fingerprint::{fingerprint, hamming, FingerprintKind};
+pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
+pub use spotsigs::SpotParams;
+
+use crate::text::{self, Language, StripMode, StripOptions, Stripped, Tokenizer, Tokens, WordLists};
+
+/// A sorted signature multiset: `(hash, freq)` ascending by hash, every freq ≥ 1.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Signatures(Vec<(u32, u32)>);
+
+impl Signatures {
+    /// Builds the multiset from hashes in any order.
+    pub fn from_hashes(mut hashes: Vec<u32>) -> Signatures {
+        hashes.sort_unstable();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(hashes.len());
+        for h in hashes {
+            match out.last_mut() {
+                Some((last, f)) if *last == h => *f += 1,
+                _ => out.push((h, 1)),
+            }
+        }
+        Signatures(out)
+    }
+
+    /// Builds from `(hash, freq)` pairs; returns `None` unless strictly ascending with
+    /// non-zero frequencies.
+    pub fn from_entries(entries: Vec<(u32, u32)>) -> Option<Signatures> {
+        let sorted = entries.windows(2).all(|w| w[0].0 < w[1].0);
+        (sorted && entries.iter().all(|e| e.1 > 0)).then_some(Signatures(entries))
+    }
+
+    /// The `(hash, freq)` entries.
+    pub fn entries(&self) -> &[(u32, u32)] {
+        &self.0
+    }
+
+    /// Distinct signatures.
+    pub fn set_len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Signatures counted with frequency.
+    pub fn total(&self) -> u64 {
+        self.0.iter().map(|e| e.1 as u64).sum()
+    }
+
+    /// The distinct hashes, ascending.
+    pub fn hashes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|e| e.0)
+    }
+}
+
+/// Settings of the signing path. Changing any of them changes the signatures, so they are
+/// stored in an index's metadata.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureConfig {
+    /// Language of stemmer and word lists.
+    pub language: Language,
+    /// Stem tokens before building chains.
+    pub stem: bool,
+    /// Stopwords (lowercase); `None` uses the shipped list of the language.
+    pub stopwords: Option<Vec<String>>,
+    /// Antecedents (lowercase); `None` uses the shipped list of the language.
+    pub antecedents: Option<Vec<String>>,
+    /// Spot distance `d`.
+    pub spot_distance: u32,
+    /// Chain length `c`.
+    pub chain_len: u32,
+    /// Blocks whose share of link text exceeds this are left out (navigation, menus).
+    pub max_link_density: f64,
+    /// Stripping implementation.
+    pub strip: StripMode,
+    /// Bytes of HTML considered at most per page.
+    pub max_page_bytes: usize,
+    /// Fingerprint function.
+    pub fingerprint: FingerprintKind,
+    /// Fingerprint width in bits (64; 128 or 256 for minhash1).
+    pub fingerprint_bits: u32,
+}
+
+impl Default for SignatureConfig {
+    fn default() -> Self {
+        SignatureConfig {
+            language: Language::English,
+            stem: false,
+            stopwords: None,
+            antecedents: None,
+            spot_distance: 1,
+            chain_len: 2,
+            max_link_density: 0.5,
+            strip: StripMode::Tokens,
+            max_page_bytes: 16 * 1024 * 1024,
+            fingerprint: FingerprintKind::Minhash1,
+            fingerprint_bits: 64,
+        }
+    }
+}
+
+/// A signature setting that cannot work.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SignatureConfigError {
+    /// d or c is zero.
+    #[error("spot distance and chain length must be at least 1 (got d = {0}, c = {1})")]
+    Chain(u32, u32),
+    /// Bad fingerprint width.
+    #[error("fingerprint width must be 64, 128 or 256 bits, and simhash has 64 only (got {0} with {1})")]
+    Bits(u32, FingerprintKind),
+    /// No antecedents.
+    #[error("the antecedent list is empty: SpotSigs needs at least one antecedent")]
+    NoAntecedents,
+    /// Link density outside [0, 1].
+    #[error("max link density must be within [0, 1] (got {0})")]
+    LinkDensity(f64),
+}
+
+impl SignatureConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), SignatureConfigError> {
+        if self.spot_distance == 0 || self.chain_len == 0 {
+            return Err(SignatureConfigError::Chain(self.spot_distance, self.chain_len));
+        }
+        let bits_ok = match self.fingerprint {
+            FingerprintKind::Simhash => self.fingerprint_bits == 64,
+            FingerprintKind::Minhash1 => matches!(self.fingerprint_bits, 64 | 128 | 256),
+        };
+        if !bits_ok {
+            return Err(SignatureConfigError::Bits(self.fingerprint_bits, self.fingerprint));
+        }
+        if matches!(&self.antecedents, Some(a) if a.is_empty()) {
+            return Err(SignatureConfigError::NoAntecedents);
+        }
+        if !(0.0..=1.0).contains(&self.max_link_density) {
+            return Err(SignatureConfigError::LinkDensity(self.max_link_density));
+        }
+        Ok(())
+    }
+}
+
+/// The result of signing one page.
+#[derive(Clone, Debug, Default)]
+pub struct Signed {
+    /// The stripped text.
+    pub text: Stripped,
+    /// The SpotSigs multiset.
+    pub sigs: Signatures,
+    /// The fingerprint, `fingerprint_bits / 64` words.
+    pub fingerprint: Vec<u64>,
+    /// Tokens of the text that was signed.
+    pub tokens: usize,
+}
+
+impl Signed {
+    /// The first 64 bits of the fingerprint.
+    pub fn fp64(&self) -> u64 {
+        self.fingerprint.first().copied().unwrap_or(0)
+    }
+}
+
+/// Runs the signing path.
+pub struct Signer {
+    config: SignatureConfig,
+    tokenizer: Tokenizer,
+    strip: StripOptions,
+    spot: SpotParams,
+}
+
+impl Signer {
+    /// A signer for validated settings.
+    pub fn new(config: &SignatureConfig) -> Result<Signer, SignatureConfigError> {
+        config.validate()?;
+        let lang = config.language;
+        let stop: Vec<String> = match &config.stopwords {
+            Some(s) => s.clone(),
+            None => lang.stopwords().into_iter().map(String::from).collect(),
+        };
+        let ante: Vec<String> = match &config.antecedents {
+            Some(a) => a.clone(),
+            None => lang.antecedents().into_iter().map(String::from).collect(),
+        };
+        let lists = WordLists::new(&stop, &ante);
+        if lists.antecedent_count() == 0 {
+            return Err(SignatureConfigError::NoAntecedents);
+        }
+        Ok(Signer {
+            config: config.clone(),
+            tokenizer: Tokenizer::new(lists, lang, config.stem),
+            strip: StripOptions {
+                mode: config.strip,
+                max_bytes: config.max_page_bytes,
+            },
+            spot: SpotParams {
+                distance: config.spot_distance,
+                chain: config.chain_len,
+            },
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SignatureConfig {
+        &self.config
+    }
+
+    /// Strips `html` and tokenizes the blocks that are not link-dominated.
+    pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
+        out.clear();
+        for (block, t) in text.iter() {
+            let len = (block.end - block.start) as f64;
+            if block.link_bytes as f64 > self.config.max_link_density * len {
+                continue;
+            }
+            self.tokenizer.push_block(t, out);
+        }
+    }
+
+    /// Signs one page (any text; never panics).
+    pub fn sign(&self, html: &str) -> Signed {
+        let text = text::strip(html, &self.strip);
+        let mut tokens = Tokens::default();
+        self.tokens(&text, &mut tokens);
+        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
+        Signed {
+            text,
+            sigs,
+            fingerprint: fp,
+            tokens: tokens.len(),
+        }
+    }
+
+    /// The signatures of `html` as strings, for inspection.
+    pub fn signature_strings(&self, html: &str) -> Vec<String> {
+        let text = text::strip(html, &self.strip);
+        let mut tokens = Tokens::default();
+        self.tokens(&text, &mut tokens);
+        spotsigs::spotsig_strings(&tokens, self.spot)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+use proptest::prelude::*;
+
+use super::fingerprint::{minhash1, mix64, radius_for_resemblance, simhash64, to_hex};
+use super::similarity::{intersection, reaches};
+use super::*;
+
+const OBAMA_HTML: &str = "<html><head><title>x</title></head><body><p>At a rally to kick off \
+    a weeklong campaign for the South Carolina primary, Obama tried to set the record straight \
+    from an attack circulating widely on the Internet that is designed to play into prejudices \
+    against Muslims and fears of terrorism.</p></body></html>";
+
+fn reference_signer(kind: FingerprintKind, bits: u32) -> Signer {
+    Signer::new(&SignatureConfig {
+        antecedents: Some(["a", "an", "the", "is"].map(String::from).to_vec()),
+        fingerprint: kind,
+        fingerprint_bits: bits,
+        ..SignatureConfig::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn reference_vector_through_the_signer() {
+    let s = reference_signer(FingerprintKind::Minhash1, 64);
+    let mut strings = s.signature_strings(OBAMA_HTML);
+    strings.sort();
+    assert_eq!(
+        strings,
+        [
+            "a:rally:kick",
+            "a:weeklong:campaign",
+            "an:attack:circulating",
+            "is:designed:play",
+            "the:internet:designed",
+            "the:record:straight",
+            "the:south:carolina",
+        ]
+    );
+    assert_eq!(s.sign(OBAMA_HTML).sigs.set_len(), 7);
+}
+
+/// Golden fingerprints: a change here changes every stored index, so it needs a new
+/// index format version.
+#[test]
+fn golden_fingerprints() {
+    let simhash = reference_signer(FingerprintKind::Simhash, 64).sign(OBAMA_HTML);
+    assert_eq!(to_hex(&simhash.fingerprint), GOLDEN_SIMHASH);
+    for (bits, golden) in [(64, GOLDEN_MIN64), (128, GOLDEN_MIN128), (256, GOLDEN_MIN256)] {
+        let m = reference_signer(FingerprintKind::Minhash1, bits).sign(OBAMA_HTML);
+        assert_eq!(to_hex(&m.fingerprint), golden, "{bits} bits");
+    }
+    assert_eq!(mix64(1), 0xb456_bcfc_34c2_cb2c);
+    assert_eq!(crc32fast::hash(b"a:rally:kick"), GOLDEN_CRC);
+}
+
+const GOLDEN_SIMHASH: &str = "e1ef5c163525a9fc";
+const GOLDEN_MIN64: &str = "4a9dd730204c588e";
+const GOLDEN_MIN128: &str = "4a9dd730204c588e6b796458e964a913";
+const GOLDEN_MIN256: &str =
+    "4a9dd730204c588e6b796458e964a913bf92dfec73b385daa5110998e20e3295";
+const GOLDEN_CRC: u32 = 0x883c_5a80;
+
+#[test]
+fn wider_minhash_extends_narrower() {
+    let sigs = Signatures::from_hashes((0..50u32).map(|i| i * 7919).collect());
+    let m64 = minhash1(&sigs, 1);
+    let m256 = minhash1(&sigs, 4);
+    assert_eq!(m64[0], m256[0]);
+    assert_eq!(minhash1(&Signatures::default(), 2), vec![0, 0]);
+}
+
+#[test]
+fn minhash_distance_tracks_resemblance() {
+    // two sets of 400 sharing 300: R = 300/500 = 0.6, E[Hamming] = 256·0.4/2 = 51.2
+    let a = Signatures::from_hashes((0..400u32).collect());
+    let b = Signatures::from_hashes((100..500u32).collect());
+    let d = hamming(&minhash1(&a, 4), &minhash1(&b, 4));
+    assert!((30..=75).contains(&d), "hamming {d}");
+    assert_eq!(radius_for_resemblance(64, 0.9), 4);
+    assert_eq!(radius_for_resemblance(64, 1.0), 0);
+}
+
+#[test]
+fn signatures_from_hashes_counts() {
+    let s = Signatures::from_hashes(vec![5, 3, 5, 9, 5]);
+    assert_eq!(s.entries(), &[(3, 1), (5, 3), (9, 1)]);
+    assert_eq!(s.total(), 5);
+    assert!(Signatures::from_entries(vec![(3, 1), (3, 1)]).is_none());
+    assert!(Signatures::from_entries(vec![(3, 0)]).is_none());
+}
+
+#[test]
+fn config_validation() {
+    let bad = SignatureConfig {
+        fingerprint: FingerprintKind::Simhash,
+        fingerprint_bits: 128,
+        ..Default::default()
+    };
+    assert!(bad.validate().is_err());
+    let bad = SignatureConfig {
+        chain_len: 0,
+        ..Default::default()
+    };
+    assert!(Signer::new(&bad).is_err());
+    let bad = SignatureConfig {
+        antecedents: Some(vec![]),
+        ..Default::default()
+    };
+    assert!(Signer::new(&bad).is_err());
+}
+
+#[test]
+fn grouping_finds_connected_near_duplicates() {
+    let base: Vec<u32> = (0..100).collect();
+    let near: Vec<u32> = (5..105).collect(); // J = 95/105
+    let far: Vec<u32> = (1000..1100).collect();
+    let small: Vec<u32> = (0..10).collect();
+    let sets: Vec<&[u32]> = vec![&far, &base, &small, &near];
+    assert_eq!(group(&sets, Measure::Jaccard, 0.8), vec![vec![1, 3]]);
+    assert!(group(&sets, Measure::Jaccard, 0.95).is_empty());
+}
+
+fn multiset() -> impl Strategy<Value = Vec<(u32, u32)>> {
+    prop::collection::btree_map(0u32..60, 1u32..4, 0..40).prop_map(|m| m.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn jaccard_bounded_and_symmetric(a in multiset(), b in multiset()) {
+        for m in [Measure::Jaccard, Measure::Weighted] {
+            let s = similarity(&a, &b, m);
+            prop_assert!((0.0..=1.0).contains(&s));
+            prop_assert_eq!(s, similarity(&b, &a, m));
+            if !a.is_empty() {
+                prop_assert_eq!(similarity(&a, &a, m), 1.0);
+            }
+        }
+    }
+
+    #[test]
+    fn early_exit_equals_full(a in multiset(), b in multiset(), tau in 0.0f64..=1.0) {
+        for m in [Measure::Jaccard, Measure::Weighted] {
+            let full = reaches(intersection(&a, &b, m), mass(&a, m), mass(&b, m), tau);
+            prop_assert_eq!(similarity_at_least(&a, &b, m, tau), full);
+            // and the stored rule agrees with the float similarity up to rounding
+            let s = similarity(&a, &b, m);
+            if (s - tau).abs() > 1e-9 {
+                prop_assert_eq!(full, s >= tau);
+            }
+            if full && tau > 0.0 {
+                prop_assert!(length_bound(mass(&a, m), mass(&b, m), tau));
+            }
+        }
+    }
+
+    #[test]
+    fn hamming_symmetric_and_bounded(a in any::<u64>(), b in any::<u64>()) {
+        let d = hamming(&[a], &[b]);
+        prop_assert!(d <= 64);
+        prop_assert_eq!(d, hamming(&[b], &[a]));
+        prop_assert_eq!(hamming(&[a], &[a]), 0);
+    }
+
+    #[test]
+    fn fingerprints_are_functions_of_the_set(mut hashes in prop::collection::vec(any::<u32>(), 0..200)) {
+        let a = Signatures::from_hashes(hashes.clone());
+        hashes.reverse();
+        let b = Signatures::from_hashes(hashes);
+        prop_assert_eq!(simhash64(&a), simhash64(&b));
+        prop_assert_eq!(minhash1(&a, 4), minhash1(&b, 4));
+    }
+
+    #[test]
+    fn spotsigs_unchanged_by_markup_only_changes(
+        words in prop::collection::vec(prop::sample::select(vec![
+            "the", "a", "is", "of", "river", "council", "barrier", "flood", "rose", "city",
+            "an", "was", "to", "and", "vote", "water", "night", "said", "be", "new",
+        ]), 1..80),
+        tags in prop::collection::vec(0usize..6, 80),
+    ) {
+        let plain = format!("<p>{}</p>", words.join(" "));
+        let mut marked = String::from("<div class=\"x\"><!-- c --><p id=a>");
+        for (i, w) in words.iter().enumerate() {
+            let open = ["", "<b>", "<span class=\"q\">", "<em>", "<i>", "<strong>"][tags[i]];
+            let close = ["", "</b>", "</span>", "</em>", "</i>", "</strong>"][tags[i]];
+            marked.push_str(&format!("{open}{w}{close}<!-- n --> "));
+        }
+        marked.push_str("</p><script>var the = 'river rose';</script></div>");
+        let signer = Signer::new(&SignatureConfig::default()).unwrap();
+        let a = signer.sign(&plain);
+        let b = signer.sign(&marked);
+        prop_assert_eq!(a.sigs, b.sigs);
+        prop_assert_eq!(a.fingerprint, b.fingerprint);
+    }
+}

@@ -1,0 +1,11 @@
+//! Text: markup stripping, tokens, stemming and stopword data.
+//!
+//! Pure code: no I/O, no runtime, no metrics.
+
+pub mod lang;
+pub mod strip;
+pub mod tokens;
+
+pub use lang::{Language, WordLists};
+pub use strip::{strip, Block, BlockKind, StripMode, StripOptions, Stripped};
+pub use tokens::{TokenFlags, Tokens, Tokenizer};

@@ -1,0 +1,519 @@
+//! Markup stripping: the visible text of a page as blocks.
+//!
+//! Two implementations produce the same [`Stripped`] value:
+//!
+//! - [`StripMode::Tokens`] (default): html5ever's tokenizer with a token sink that keeps
+//!   text outside `script`, `style`, `noscript`, `template`, `svg`, `math`, `iframe` and
+//!   `head` (except `<title>`). No tree is built, so the cost is linear in the input and deep
+//!   nesting costs nothing.
+//! - [`StripMode::Tree`]: `scraper` parses the document into a tree (the HTML5 tree-building
+//!   rules: implied tags, misnesting repair) and the visible text nodes are walked without
+//!   recursion.
+//!
+//! Block elements (paragraphs, headings, list items, table cells, `<br>`, …) start and end
+//! blocks; block boundaries are sentence boundaries for the sentence shingles and chain
+//! boundaries for SpotSigs. Entities are decoded, whitespace is folded to one space. Text
+//! inside links is counted per block (`link_bytes`) so navigation blocks can be told apart.
+//! Input larger than [`StripOptions::max_bytes`] is cut at that size (on a char boundary).
+
+use std::cell::RefCell;
+
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    BufferQueue, Tag, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer as HtmlTokenizer,
+    TokenizerOpts,
+};
+
+/// What kind of element a block of text came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// The document `<title>`.
+    Title,
+    /// `h1` … `h6`.
+    Heading,
+    /// `<p>`.
+    Paragraph,
+    /// `<li>`, `<dt>`, `<dd>`.
+    ListItem,
+    /// `<td>`, `<th>`, `<caption>`.
+    Cell,
+    /// Any other block (`div`, `section`, text between `<br>`s, …).
+    Text,
+}
+
+/// One block of visible text: a byte range of [`Stripped::text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Element kind the block came from.
+    pub kind: BlockKind,
+    /// Start byte offset in [`Stripped::text`].
+    pub start: u32,
+    /// End byte offset (exclusive).
+    pub end: u32,
+    /// Bytes of the block that were inside `<a>` elements.
+    pub link_bytes: u32,
+}
+
+/// The visible text of a page: blocks joined by `\n`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stripped {
+    /// Block texts joined by `\n` (whitespace folded, no empty blocks).
+    pub text: String,
+    /// The blocks, in document order.
+    pub blocks: Vec<Block>,
+    /// Whether the input was cut at [`StripOptions::max_bytes`].
+    pub truncated: bool,
+}
+
+impl Stripped {
+    /// The text of one block.
+    pub fn block_text(&self, block: &Block) -> &str {
+        &self.text[block.start as usize..block.end as usize]
+    }
+
+    /// Iterates over `(block, text)`.
+    pub fn iter(&self) -> impl Iterator<Item = (&Block, &str)> {
+        self.blocks.iter().map(move |b| (b, self.block_text(b)))
+    }
+}
+
+/// Which stripping implementation to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StripMode {
+    /// html5ever tokenizer, no tree (fast, linear).
+    #[default]
+    Tokens,
+    /// scraper tree (HTML5 tree-building rules).
+    Tree,
+}
+
+/// Options of [`strip`].
+#[derive(Clone, Copy, Debug)]
+pub struct StripOptions {
+    /// Implementation.
+    pub mode: StripMode,
+    /// Input bytes considered at most; the rest is ignored and `truncated` is set.
+    pub max_bytes: usize,
+}
+
+impl Default for StripOptions {
+    fn default() -> Self {
+        StripOptions {
+            mode: StripMode::Tokens,
+            max_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Strips the markup of `html` (any text: HTML, plain text or junk) into text blocks.
+pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
+    let (input, truncated) = cut(html, opts.max_bytes);
+    let mut out = match opts.mode {
+        StripMode::Tokens => strip_tokens(input),
+        StripMode::Tree => strip_tree(input),
+    };
+    out.truncated = truncated;
+    out
+}
+
+fn cut(s: &str, max: usize) -> (&str, bool) {
+    if s.len() <= max {
+        return (s, false);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], true)
+}
+
+/// How an element affects text extraction.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Content is never visible (`script`, `style`, `svg`, …).
+    Hidden,
+    /// Starts and ends a block of the given kind.
+    Block(BlockKind),
+    /// A line break: ends the current block.
+    Break,
+    /// A link: its text counts as link text.
+    Link,
+    /// The document head: hidden except the title.
+    Head,
+    /// Inline or unknown element.
+    Inline,
+}
+
+fn role(name: &str) -> Role {
+    match name {
+        "script" | "style" | "noscript" | "template" | "svg" | "math" | "iframe" | "object"
+        | "embed" | "noembed" | "noframes" | "select" | "textarea" | "button" | "canvas"
+        | "audio" | "video" | "map" => Role::Hidden,
+        "head" => Role::Head,
+        "title" => Role::Block(BlockKind::Title),
+        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => Role::Block(BlockKind::Heading),
+        "p" => Role::Block(BlockKind::Paragraph),
+        "li" | "dt" | "dd" => Role::Block(BlockKind::ListItem),
+        "td" | "th" | "caption" => Role::Block(BlockKind::Cell),
+        "div" | "section" | "article" | "main" | "header" | "footer" | "nav" | "aside"
+        | "ul" | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote"
+        | "pre" | "figure" | "figcaption" | "form" | "fieldset" | "legend" | "address"
+        | "details" | "summary" | "body" | "html" | "center" | "option" | "label" | "menu"
+        | "hgroup" | "dialog" | "frameset" | "frame" => Role::Block(BlockKind::Text),
+        "br" | "hr" | "img" | "input" | "wbr" => Role::Break,
+        "a" => Role::Link,
+        _ => Role::Inline,
+    }
+}
+
+/// Accumulates folded text into blocks.
+#[derive(Default)]
+struct Builder {
+    out: Stripped,
+    kind: Option<BlockKind>,
+    start: usize,
+    link_bytes: u32,
+    pending_space: bool,
+}
+
+impl Builder {
+    fn text(&mut self, s: &str, in_link: bool) {
+        for c in s.chars() {
+            if c.is_whitespace() || c == '\0' {
+                self.pending_space = true;
+                continue;
+            }
+            let t = &mut self.out.text;
+            if t.len() > self.start && self.pending_space {
+                t.push(' ');
+                if in_link {
+                    self.link_bytes += 1;
+                }
+            }
+            self.pending_space = false;
+            t.push(c);
+            if in_link {
+                self.link_bytes += c.len_utf8() as u32;
+            }
+        }
+    }
+
+    /// Ends the current block (if it has text) and starts one of `kind`.
+    fn boundary(&mut self, kind: BlockKind) {
+        self.end_block();
+        self.kind = Some(kind);
+    }
+
+    fn end_block(&mut self) {
+        let t = &mut self.out.text;
+        if t.len() > self.start {
+            self.out.blocks.push(Block {
+                kind: self.kind.unwrap_or(BlockKind::Text),
+                start: self.start as u32,
+                end: t.len() as u32,
+                link_bytes: self.link_bytes,
+            });
+            t.push('\n');
+            self.start = t.len();
+        }
+        self.link_bytes = 0;
+        self.pending_space = false;
+        self.kind = None;
+    }
+
+    fn finish(mut self) -> Stripped {
+        self.end_block();
+        if self.out.text.ends_with('\n') {
+            self.out.text.pop();
+        }
+        self.out
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tokenizer path
+// ---------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct SinkState {
+    b: Builder,
+    /// Inside a raw-text element whose content is hidden (script, style, …): its name.
+    raw_hidden: Option<&'static str>,
+    /// Depth of hidden elements whose content is tokenized normally (svg, template, …).
+    hidden_depth: u32,
+    in_head: bool,
+    link_depth: u32,
+}
+
+struct Sink(RefCell<SinkState>);
+
+/// Elements whose content the tokenizer must read as raw text; hidden ones are skipped.
+fn raw_kind(name: &str) -> Option<(RawKind, &'static str, bool)> {
+    Some(match name {
+        "script" => (RawKind::ScriptData, "script", true),
+        "style" => (RawKind::Rawtext, "style", true),
+        "noscript" => (RawKind::Rawtext, "noscript", true),
+        "iframe" => (RawKind::Rawtext, "iframe", true),
+        "noembed" => (RawKind::Rawtext, "noembed", true),
+        "noframes" => (RawKind::Rawtext, "noframes", true),
+        "xmp" => (RawKind::Rawtext, "xmp", false),
+        "textarea" => (RawKind::Rcdata, "textarea", true),
+        "title" => (RawKind::Rcdata, "title", false),
+        _ => return None,
+    })
+}
+
+impl SinkState {
+    fn tag(&mut self, tag: &Tag) -> TokenSinkResult<()> {
+        let name: &str = &tag.name;
+        if let Some(raw) = self.raw_hidden {
+            if tag.kind == TagKind::EndTag && name == raw {
+                self.raw_hidden = None;
+            }
+            return TokenSinkResult::Continue;
+        }
+        let r = role(name);
+        match tag.kind {
+            TagKind::StartTag => {
+                if r == Role::Head {
+                    self.in_head = true;
+                    return TokenSinkResult::Continue;
+                }
+                if name == "body" || (self.in_head && !is_head_element(name)) {
+                    self.in_head = false;
+                }
+                if let Some((kind, static_name, hidden)) = raw_kind(name) {
+                    if tag.self_closing {
+                        return TokenSinkResult::Continue;
+                    }
+                    if hidden || self.hidden_depth > 0 {
+                        self.raw_hidden = Some(static_name);
+                    } else if name == "title" {
+                        // the title is visible even inside <head>
+                        self.b.boundary(BlockKind::Title);
+                    } else {
+                        self.b.boundary(BlockKind::Text);
+                    }
+                    return TokenSinkResult::RawData(kind);
+                }
+                if self.hidden_depth > 0 {
+                    if r == Role::Hidden && !tag.self_closing {
+                        self.hidden_depth += 1;
+                    }
+                    return TokenSinkResult::Continue;
+                }
+                match r {
+                    Role::Hidden if !tag.self_closing => self.hidden_depth += 1,
+                    Role::Block(kind) => self.b.boundary(kind),
+                    Role::Break => self.b.boundary(BlockKind::Text),
+                    Role::Link if !tag.self_closing => self.link_depth += 1,
+                    _ => {}
+                }
+                if name == "plaintext" {
+                    return TokenSinkResult::Plaintext;
+                }
+            }
+            TagKind::EndTag => {
+                if r == Role::Head {
+                    self.in_head = false;
+                    return TokenSinkResult::Continue;
+                }
+                if self.hidden_depth > 0 {
+                    if r == Role::Hidden {
+                        self.hidden_depth -= 1;
+                    }
+                    return TokenSinkResult::Continue;
+                }
+                match r {
+                    Role::Block(_) | Role::Break => self.b.end_block(),
+                    Role::Link => self.link_depth = self.link_depth.saturating_sub(1),
+                    _ if name == "title" || name == "xmp" => self.b.end_block(),
+                    _ => {}
+                }
+            }
+        }
+        TokenSinkResult::Continue
+    }
+}
+
+fn is_head_element(name: &str) -> bool {
+    matches!(
+        name,
+        "meta" | "link" | "script" | "style" | "title" | "base" | "noscript" | "template"
+    )
+}
+
+impl TokenSink for Sink {
+    type Handle = ();
+
+    fn process_token(&self, token: Token, _line: u64) -> TokenSinkResult<()> {
+        let mut s = self.0.borrow_mut();
+        match token {
+            Token::TagToken(tag) => s.tag(&tag),
+            Token::CharacterTokens(text) => {
+                let visible = s.raw_hidden.is_none()
+                    && s.hidden_depth == 0
+                    && (!s.in_head || s.b.kind == Some(BlockKind::Title));
+                if visible {
+                    let in_link = s.link_depth > 0;
+                    s.b.text(&text, in_link);
+                }
+                TokenSinkResult::Continue
+            }
+            _ => TokenSinkResult::Continue,
+        }
+    }
+}
+
+fn strip_tokens(html: &str) -> Stripped {
+    let sink = Sink(RefCell::new(SinkState::default()));
+    let tok = HtmlTokenizer::new(sink, TokenizerOpts::default());
+    let queue = BufferQueue::default();
+    queue.push_back(StrTendril::from_slice(html));
+    // The sink never asks to pause for a script, so one feed consumes the whole input.
+    let _ = tok.feed(&queue);
+    tok.end();
+    let state = tok.sink.0.into_inner();
+    state.b.finish()
+}
+
+// ---------------------------------------------------------------------------------------
+// Tree path
+// ---------------------------------------------------------------------------------------
+
+fn strip_tree(html: &str) -> Stripped {
+    use ego_tree::iter::Edge;
+    use scraper::Node;
+
+    // The tree builder moves stray text out of <head>, so inside <head> only <title> can
+    // hold visible text; <head> itself needs no hiding here.
+    let doc = scraper::Html::parse_document(html);
+    let mut b = Builder::default();
+    let mut hidden_depth = 0u32;
+    let mut link_depth = 0u32;
+    for edge in doc.tree.root().traverse() {
+        match edge {
+            Edge::Open(node) => match node.value() {
+                Node::Element(el) => {
+                    let r = role(el.name());
+                    if hidden_depth > 0 || r == Role::Hidden || el.name() == "xmp" {
+                        hidden_depth += 1;
+                        continue;
+                    }
+                    match r {
+                        Role::Block(kind) => b.boundary(kind),
+                        Role::Break => b.boundary(BlockKind::Text),
+                        Role::Link => link_depth += 1,
+                        _ => {}
+                    }
+                }
+                Node::Text(t) if hidden_depth == 0 => b.text(t, link_depth > 0),
+                _ => {}
+            },
+            Edge::Close(node) => {
+                if let Node::Element(el) = node.value() {
+                    if hidden_depth > 0 {
+                        hidden_depth -= 1;
+                        continue;
+                    }
+                    match role(el.name()) {
+                        Role::Block(_) | Role::Break => b.end_block(),
+                        Role::Link => link_depth = link_depth.saturating_sub(1),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(html: &str, mode: StripMode) -> Vec<(BlockKind, String)> {
+        let s = strip(
+            html,
+            &StripOptions {
+                mode,
+                ..Default::default()
+            },
+        );
+        s.iter().map(|(b, t)| (b.kind, t.to_string())).collect()
+    }
+
+    const PAGE: &str = r#"<!DOCTYPE html><html><head><title>A  title &amp; more</title>
+<style>p { color: red } .the { }</style><script>var the_x = "is the </div> best";</script>
+<meta charset="utf-8"></head><body><nav><a href="/">Home</a> <a href="/n">News</a></nav>
+<h1>The   headline</h1><p>First&nbsp;paragraph with <b>bold</b> text.<br>Second line.</p>
+<ul><li>one item</li><li>two</li></ul><table><tr><td>cell a</td><td>cell b</td></tr></table>
+<noscript>enable the scripts</noscript><svg><title>icon</title><text>svg text</text></svg>
+<template><p>hidden template</p></template><iframe>frame text</iframe>
+<!-- a comment --><p>caf&eacute; &mdash; done</p></body></html>"#;
+
+    #[test]
+    fn blocks_and_hidden_content() {
+        for mode in [StripMode::Tokens, StripMode::Tree] {
+            let t = texts(PAGE, mode);
+            let expect = vec![
+                (BlockKind::Title, "A title & more".to_string()),
+                (BlockKind::Text, "Home News".to_string()),
+                (BlockKind::Heading, "The headline".to_string()),
+                (BlockKind::Paragraph, "First paragraph with bold text.".to_string()),
+                (BlockKind::Text, "Second line.".to_string()),
+                (BlockKind::ListItem, "one item".to_string()),
+                (BlockKind::ListItem, "two".to_string()),
+                (BlockKind::Cell, "cell a".to_string()),
+                (BlockKind::Cell, "cell b".to_string()),
+                (BlockKind::Paragraph, "café — done".to_string()),
+            ];
+            assert_eq!(t, expect, "mode {mode:?}");
+        }
+    }
+
+    #[test]
+    fn link_bytes_counted() {
+        let s = strip(PAGE, &StripOptions::default());
+        let nav = s.blocks[1];
+        assert_eq!(s.block_text(&nav), "Home News");
+        assert_eq!(nav.link_bytes, 9, "the space before a link counts with the link");
+        assert_eq!(s.blocks[2].link_bytes, 0);
+    }
+
+    #[test]
+    fn junk_and_limits_never_panic() {
+        let deep = "<div>".repeat(10_000) + "deep text" + &"</div>".repeat(10_000);
+        let formatting = "<b><i><u>".repeat(3_000) + "x";
+        let inputs: Vec<String> = vec![
+            String::new(),
+            "just plain text, no markup at all.".into(),
+            "\u{0}\u{1}\u{fffd}<<<>>>&&&;;</".into(),
+            "<p>unterminated <!-- comment".into(),
+            "<script>never closed".into(),
+            deep.clone(),
+            formatting,
+            "<".repeat(10_000),
+        ];
+        for mode in [StripMode::Tokens, StripMode::Tree] {
+            for input in &inputs {
+                let _ = strip(input, &StripOptions { mode, max_bytes: 1 << 20 });
+            }
+            let s = strip(&deep, &StripOptions { mode, max_bytes: 1 << 20 });
+            assert_eq!(s.text, "deep text");
+            let p = strip("plain words here", &StripOptions { mode, max_bytes: 1 << 20 });
+            assert_eq!(p.text, "plain words here");
+        }
+    }
+
+    #[test]
+    fn size_limit_cuts_on_char_boundary() {
+        let html = "<p>é".to_string() + &"é".repeat(100) + "</p>";
+        let s = strip(&html, &StripOptions { mode: StripMode::Tokens, max_bytes: 10 });
+        assert!(s.truncated);
+        assert!(s.text.chars().all(|c| c == 'é'));
+        assert_eq!(s.text.chars().count(), 3);
+    }
+}

@@ -31,7 +31,11 @@ fn corpus() -> Option<Vec<(String, Option<String>)>> {
         let cluster = v["cluster"].as_str().map(String::from);
         out.push((html, cluster));
     }
-    assert_eq!(out.len(), PAGES, "corpus has fewer pages than the bench needs");
+    assert_eq!(
+        out.len(),
+        PAGES,
+        "corpus has fewer pages than the bench needs"
+    );
     Some(out)
 }
 
@@ -40,23 +44,47 @@ fn benches(c: &mut Criterion) {
     let bytes: usize = pages.iter().map(|p| p.0.len()).sum();
     let cfg = SignatureConfig::default();
     let signer = Signer::new(&cfg).unwrap();
-    let tokens_opts = StripOptions { mode: StripMode::Tokens, max_bytes: cfg.max_page_bytes };
-    let tree_opts = StripOptions { mode: StripMode::Tree, ..tokens_opts };
+    let tokens_opts = StripOptions {
+        mode: StripMode::Tokens,
+        max_bytes: cfg.max_page_bytes,
+    };
+    let tree_opts = StripOptions {
+        mode: StripMode::Tree,
+        ..tokens_opts
+    };
 
     let mut g = c.benchmark_group("signing");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function("floor_split_tags", |b| {
-        b.iter(|| pages.iter().map(|p| floor_pass(black_box(&p.0))).sum::<usize>())
+        b.iter(|| {
+            pages
+                .iter()
+                .map(|p| floor_pass(black_box(&p.0)))
+                .sum::<usize>()
+        })
     });
     g.bench_function("strip_tokens", |b| {
-        b.iter(|| pages.iter().map(|p| strip(black_box(&p.0), &tokens_opts).text.len()).sum::<usize>())
+        b.iter(|| {
+            pages
+                .iter()
+                .map(|p| strip(black_box(&p.0), &tokens_opts).text.len())
+                .sum::<usize>()
+        })
     });
     g.bench_function("strip_tree", |b| {
-        b.iter(|| pages.iter().map(|p| strip(black_box(&p.0), &tree_opts).text.len()).sum::<usize>())
+        b.iter(|| {
+            pages
+                .iter()
+                .map(|p| strip(black_box(&p.0), &tree_opts).text.len())
+                .sum::<usize>()
+        })
     });
     let stripped: Vec<_> = pages.iter().map(|p| strip(&p.0, &tokens_opts)).collect();
-    let spot = SpotParams { distance: cfg.spot_distance, chain: cfg.chain_len };
+    let spot = SpotParams {
+        distance: cfg.spot_distance,
+        chain: cfg.chain_len,
+    };
     g.bench_function("tokens_spotsigs_after_strip", |b| {
         let mut t = Tokens::default();
         b.iter(|| {
@@ -70,37 +98,77 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("sign_full_path", |b| {
-        b.iter(|| pages.iter().map(|p| signer.sign(black_box(&p.0)).sigs.set_len()).sum::<usize>())
+        b.iter(|| {
+            pages
+                .iter()
+                .map(|p| signer.sign(black_box(&p.0)).sigs.set_len())
+                .sum::<usize>()
+        })
     });
     g.finish();
 
     let signed: Vec<_> = pages.iter().map(|p| signer.sign(&p.0)).collect();
     let with_sigs = signed.iter().filter(|s| s.sigs.set_len() >= 5).count();
-    assert!(with_sigs * 10 >= PAGES * 8, "only {with_sigs} of {PAGES} pages have 5+ signatures");
+    assert!(
+        with_sigs * 10 >= PAGES * 8,
+        "only {with_sigs} of {PAGES} pages have 5+ signatures"
+    );
 
     let mut g = c.benchmark_group("fingerprint_similarity");
     g.throughput(Throughput::Elements(signed.len() as u64));
     g.bench_function("minhash1_64", |b| {
-        b.iter(|| signed.iter().map(|s| fingerprint(&s.sigs, cfg.fingerprint, 64)[0]).fold(0, |a, x| a ^ x))
+        b.iter(|| {
+            signed
+                .iter()
+                .map(|s| fingerprint(&s.sigs, cfg.fingerprint, 64)[0])
+                .fold(0, |a, x| a ^ x)
+        })
     });
     g.bench_function("jaccard_at_least_neighbours", |b| {
         b.iter(|| {
             signed
                 .windows(2)
-                .filter(|w| similarity_at_least(w[0].sigs.entries(), w[1].sigs.entries(), Measure::Jaccard, 0.5))
+                .filter(|w| {
+                    similarity_at_least(
+                        w[0].sigs.entries(),
+                        w[1].sigs.entries(),
+                        Measure::Jaccard,
+                        0.5,
+                    )
+                })
                 .count()
         })
     });
     g.finish();
 
-    // Result-set dedup: 100 real pages, all pairs, under 1 ms.
-    let sets: Vec<&[(u32, u32)]> = signed.iter().take(100).map(|s| s.sigs.entries()).collect();
+    // Result-set dedup: 100 real pages (the labelled ones first, as a search result would
+    // hold several copies of a story), all pairs, under 1 ms.
+    let mut picked: Vec<usize> = (0..pages.len())
+        .filter(|&i| pages[i].1.is_some())
+        .take(60)
+        .collect();
+    picked.extend(
+        (0..pages.len())
+            .filter(|&i| pages[i].1.is_none())
+            .take(100 - picked.len()),
+    );
+    let sets: Vec<&[(u32, u32)]> = picked.iter().map(|&i| signed[i].sigs.entries()).collect();
     let groups = group(&sets, Measure::Jaccard, 0.5);
+    let (mut pairs, mut labelled_same) = (0, 0);
     for g in &groups {
-        for &i in g {
-            assert!(sets[i].len() >= 1);
+        for (x, &a) in g.iter().enumerate() {
+            for &b in &g[x + 1..] {
+                pairs += 1;
+                let (la, lb) = (&pages[picked[a]].1, &pages[picked[b]].1);
+                labelled_same += (la.is_some() && la == lb) as usize;
+            }
         }
     }
+    assert!(pairs > 0, "no near-duplicate group among the result set");
+    assert!(
+        labelled_same * 10 >= pairs * 9,
+        "{labelled_same} of {pairs} grouped pairs share a label"
+    );
     c.bench_function("result_set_group_100_pages", |b| {
         b.iter(|| group(black_box(&sets), Measure::Jaccard, 0.5).len())
     });

@@ -125,7 +125,8 @@ impl Deduplicator {
         let mut cands = std::mem::take(&mut self.candidates);
         let mut best = None;
         if matches!(params.method, Method::AlgG | Method::AlgH | Method::Chain) {
-            self.index.fingerprint_candidates(&signed.fingerprint, &mut cands)?;
+            self.index
+                .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
             best = self.verify(params, signed, &cands)?;
         }
         if best.is_none() && matches!(params.method, Method::Spotsigs | Method::Chain) {

@@ -114,7 +114,10 @@ pub fn decode_page(bytes: &[u8], max_bytes: usize) -> Result<ValidPage, BadRecor
         ));
     }
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        bad(BadReason::NotUtf8, format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+        bad(
+            BadReason::NotUtf8,
+            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+        )
     })?;
     let page: Page = serde_json::from_str(text).map_err(|e| {
         use serde_json::error::Category;
@@ -133,7 +136,10 @@ pub fn decode_page(bytes: &[u8], max_bytes: usize) -> Result<ValidPage, BadRecor
     let fetched_at = match &page.fetched_at {
         None => None,
         Some(t) => Some(parse_time(t).ok_or_else(|| {
-            bad(BadReason::InvalidFetchedAt, format!("fetched_at {t:?} is not RFC 3339"))
+            bad(
+                BadReason::InvalidFetchedAt,
+                format!("fetched_at {t:?} is not RFC 3339"),
+            )
         })?),
     };
     let doc_id = match page.id.as_deref() {
@@ -221,7 +227,10 @@ pub const DEAD_LETTER_SCHEMA: &str = "neardup.dead-letter.v1";
 
 /// A short identifier of index parameters.
 pub fn params_id(p: &IndexParams) -> String {
-    format!("{:08x}", crc32fast::hash(&serde_json::to_vec(p).unwrap_or_default()))
+    format!(
+        "{:08x}",
+        crc32fast::hash(&serde_json::to_vec(p).unwrap_or_default())
+    )
 }
 
 /// Builds the tagged record of a decided page.
@@ -320,14 +329,20 @@ mod tests {
         assert_eq!(ok.doc_id, url_id("https://a.test/"));
         let cases: Vec<(&[u8], BadReason)> = vec![
             (b"not json", BadReason::InvalidJson),
-            (br#"{"url":"https://a.test/","html":"<p>"#, BadReason::TruncatedJson),
+            (
+                br#"{"url":"https://a.test/","html":"<p>"#,
+                BadReason::TruncatedJson,
+            ),
             (br#"{"html":"x"}"#, BadReason::MissingUrl),
             (br#"{"url":"","html":"x"}"#, BadReason::EmptyUrl),
             (br#"{"url":"u"}"#, BadReason::WrongShape),
             (br#"[1,2]"#, BadReason::WrongShape),
             (br#"{"url":5,"html":"x"}"#, BadReason::WrongShape),
             (b"{\"url\":\"u\",\"html\":\"\xff\"}", BadReason::NotUtf8),
-            (br#"{"url":"u","html":"x","fetched_at":"yesterday"}"#, BadReason::InvalidFetchedAt),
+            (
+                br#"{"url":"u","html":"x","fetched_at":"yesterday"}"#,
+                BadReason::InvalidFetchedAt,
+            ),
         ];
         for (bytes, reason) in cases {
             let got = decode_page(bytes, max).unwrap_err();

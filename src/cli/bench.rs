@@ -90,7 +90,13 @@ pub fn floor_pass(html: &str) -> usize {
 
 /// Runs `neardup bench`.
 pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
-    let params = config::index_params(&args.signature, &args.detect, args.method.method, args.method.threshold, file)?;
+    let params = config::index_params(
+        &args.signature,
+        &args.detect,
+        args.method.method,
+        args.method.threshold,
+        file,
+    )?;
     let signer = Signer::new(&params.signature)?;
     let mut reader = input::open(&args.corpus)?;
     let mut pages: Vec<HtmlOnly> = Vec::new();
@@ -102,7 +108,9 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
             break;
         }
         for l in batch.into_iter().take(limit - pages.len()) {
-            pages.push(serde_json::from_slice(&l.bytes).with_context(|| format!("line {}", l.number))?);
+            pages.push(
+                serde_json::from_slice(&l.bytes).with_context(|| format!("line {}", l.number))?,
+            );
         }
     }
     let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
@@ -131,51 +139,112 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         rows.push(row);
     };
     if !args.json {
-        eprintln!("neardup bench: {} pages, {:.1} MB of HTML", pages.len(), bytes as f64 / 1e6);
-        println!("{:<34} {:>7} {:>9} {:>11} {:>9}", "pass", "threads", "seconds", "pages/s", "MB/s");
+        eprintln!(
+            "neardup bench: {} pages, {:.1} MB of HTML",
+            pages.len(),
+            bytes as f64 / 1e6
+        );
+        println!(
+            "{:<34} {:>7} {:>9} {:>11} {:>9}",
+            "pass", "threads", "seconds", "pages/s", "MB/s"
+        );
     }
-    let tokens_opts = StripOptions { mode: StripMode::Tokens, max_bytes: params.signature.max_page_bytes };
-    let tree_opts = StripOptions { mode: StripMode::Tree, ..tokens_opts };
-    measure("floor: split tags from text", 1, &mut || pages.iter().map(|p| floor_pass(&p.html)).sum());
-    measure("strip (tokens)", 1, &mut || pages.iter().map(|p| text::strip(&p.html, &tokens_opts).text.len()).sum());
-    measure("strip (tree)", 1, &mut || pages.iter().map(|p| text::strip(&p.html, &tree_opts).text.len()).sum());
-    let stripped: Vec<_> = pages.iter().map(|p| text::strip(&p.html, &tokens_opts)).collect();
+    let tokens_opts = StripOptions {
+        mode: StripMode::Tokens,
+        max_bytes: params.signature.max_page_bytes,
+    };
+    let tree_opts = StripOptions {
+        mode: StripMode::Tree,
+        ..tokens_opts
+    };
+    measure("floor: split tags from text", 1, &mut || {
+        pages.iter().map(|p| floor_pass(&p.html)).sum()
+    });
+    measure("strip (tokens)", 1, &mut || {
+        pages
+            .iter()
+            .map(|p| text::strip(&p.html, &tokens_opts).text.len())
+            .sum()
+    });
+    measure("strip (tree)", 1, &mut || {
+        pages
+            .iter()
+            .map(|p| text::strip(&p.html, &tree_opts).text.len())
+            .sum()
+    });
+    let stripped: Vec<_> = pages
+        .iter()
+        .map(|p| text::strip(&p.html, &tokens_opts))
+        .collect();
     measure("tokens + spotsigs + fingerprint", 1, &mut || {
         let mut t = Tokens::default();
         stripped
             .iter()
             .map(|s| {
                 signer.tokens(s, &mut t);
-                let sigs = crate::signature::spotsigs::spotsigs(&t, crate::signature::SpotParams {
-                    distance: params.signature.spot_distance,
-                    chain: params.signature.chain_len,
-                });
-                crate::signature::fingerprint(&sigs, params.signature.fingerprint, params.signature.fingerprint_bits)[0] as usize
+                let sigs = crate::signature::spotsigs::spotsigs(
+                    &t,
+                    crate::signature::SpotParams {
+                        distance: params.signature.spot_distance,
+                        chain: params.signature.chain_len,
+                    },
+                );
+                crate::signature::fingerprint(
+                    &sigs,
+                    params.signature.fingerprint,
+                    params.signature.fingerprint_bits,
+                )[0] as usize
             })
             .fold(0usize, |a, b| a ^ b)
     });
-    measure("sign: full path", 1, &mut || pages.iter().map(|p| signer.sign(&p.html).sigs.set_len()).sum());
-    measure("sign: full path", threads, &mut || pages.par_iter().map(|p| signer.sign(&p.html).sigs.set_len()).sum());
+    measure("sign: full path", 1, &mut || {
+        pages
+            .iter()
+            .map(|p| signer.sign(&p.html).sigs.set_len())
+            .sum()
+    });
+    measure("sign: full path", threads, &mut || {
+        pages
+            .par_iter()
+            .map(|p| signer.sign(&p.html).sigs.set_len())
+            .sum()
+    });
     let dir = tempfile::tempdir()?;
     let mut dedup = Deduplicator::new(Index::open_dir(dir.path(), params.clone())?)?;
     let mut err = None;
-    measure(&format!("sign ({threads} threads) + decide ({})", params.method), threads, &mut || {
-        let mut dups = 0;
-        for (ci, chunk) in pages.chunks(256).enumerate() {
-            let signed: Vec<Signed> = chunk.par_iter().map(|p| signer.sign(&p.html)).collect();
-            for (i, (p, s)) in chunk.iter().zip(&signed).enumerate() {
-                let id = p.id.clone().unwrap_or_else(|| format!("bench-{}", ci * 256 + i));
-                match dedup.decide(PageRef { id: &id, url: &p.url, first_seen: 0 }, s) {
-                    Ok(o) => dups += (o.decision.kind == crate::index::DecisionKind::Duplicate) as usize,
-                    Err(e) => {
-                        err = Some(e);
-                        return dups;
+    measure(
+        &format!("sign ({threads} threads) + decide ({})", params.method),
+        threads,
+        &mut || {
+            let mut dups = 0;
+            for (ci, chunk) in pages.chunks(256).enumerate() {
+                let signed: Vec<Signed> = chunk.par_iter().map(|p| signer.sign(&p.html)).collect();
+                for (i, (p, s)) in chunk.iter().zip(&signed).enumerate() {
+                    let id =
+                        p.id.clone()
+                            .unwrap_or_else(|| format!("bench-{}", ci * 256 + i));
+                    match dedup.decide(
+                        PageRef {
+                            id: &id,
+                            url: &p.url,
+                            first_seen: 0,
+                        },
+                        s,
+                    ) {
+                        Ok(o) => {
+                            dups +=
+                                (o.decision.kind == crate::index::DecisionKind::Duplicate) as usize
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            return dups;
+                        }
                     }
                 }
             }
-        }
-        dups
-    });
+            dups
+        },
+    );
     if let Some(e) = err {
         return Err(e.into());
     }

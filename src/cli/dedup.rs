@@ -16,7 +16,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::input::{self, Line};
-use crate::config::{self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions};
+use crate::config::{
+    self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions,
+};
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index};
 use crate::record::{self, decode_page, BadRecord, DeadLetter, Source, ValidPage};
@@ -134,14 +136,19 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     )?;
     let retention = config::retention(&args.detect, file);
     let io = config::dedup_options(&args.io, file);
-    let index_dir = io.index.clone().unwrap_or_else(|| PathBuf::from("neardup-index"));
+    let index_dir = io
+        .index
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("neardup-index"));
     let index = Index::open_dir(&index_dir, params.clone())
         .with_context(|| format!("cannot open index {}", index_dir.display()))?;
     let mut dedup = Deduplicator::new(index)?;
     let signer = dedup.signer();
     let keep_text = !io.no_text.unwrap_or(false);
     let max_record = io.max_record_bytes.unwrap_or(64 << 20);
-    let jobs = io.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let jobs = io
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .thread_name(|i| format!("neardup-sign-{i}"))
@@ -253,8 +260,9 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                                 dup_out.as_mut().unwrap_or(&mut unique_out)
                             }
                         };
-                        let rec =
-                            record::tagged(&page, &signed, &outcome, &params, &params_id, keep_text);
+                        let rec = record::tagged(
+                            &page, &signed, &outcome, &params, &params_id, keep_text,
+                        );
                         serde_json::to_writer(&mut *out, &rec)?;
                         out.write_all(b"\n")?;
                         since_sweep += 1;
@@ -279,7 +287,9 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
 
     if let Some(window) = retention {
         if newest_seen > i64::MIN {
-            s.expired += dedup.index_mut().expire(newest_seen - window.as_secs() as i64)?;
+            s.expired += dedup
+                .index_mut()
+                .expire(newest_seen - window.as_secs() as i64)?;
         }
     }
     unique_out.flush()?;

@@ -108,8 +108,8 @@ fn sibling(corpus: &Path, suffix: &str) -> Option<PathBuf> {
 }
 
 fn read_pairs(path: &Path, ids: &HashMap<String, u32>) -> Result<HashSet<Pair>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or("").split('\t').collect();
     let col = |n: &str| header.iter().position(|h| *h == n);
@@ -119,7 +119,10 @@ fn read_pairs(path: &Path, ids: &HashMap<String, u32>) -> Result<HashSet<Pair>> 
     let mut out = HashSet::new();
     for l in lines {
         let f: Vec<&str> = l.split('\t').collect();
-        if let (Some(x), Some(y)) = (f.get(a).and_then(|i| ids.get(*i)), f.get(b).and_then(|i| ids.get(*i))) {
+        if let (Some(x), Some(y)) = (
+            f.get(a).and_then(|i| ids.get(*i)),
+            f.get(b).and_then(|i| ids.get(*i)),
+        ) {
             out.insert(pair(*x, *y));
         }
     }
@@ -141,9 +144,23 @@ fn pairs_of(groups: impl Iterator<Item = Vec<u32>>) -> HashSet<Pair> {
 
 /// Runs `neardup eval`.
 pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
-    let methods = if args.method.is_empty() { vec![Method::Chain] } else { args.method.clone() };
-    let thresholds = if args.threshold.is_empty() { vec![0.5] } else { args.threshold.clone() };
-    let base = config::index_params(&args.signature, &args.detect, Some(methods[0]), Some(thresholds[0]), file)?;
+    let methods = if args.method.is_empty() {
+        vec![Method::Chain]
+    } else {
+        args.method.clone()
+    };
+    let thresholds = if args.threshold.is_empty() {
+        vec![0.5]
+    } else {
+        args.threshold.clone()
+    };
+    let base = config::index_params(
+        &args.signature,
+        &args.detect,
+        Some(methods[0]),
+        Some(thresholds[0]),
+        file,
+    )?;
     let signer = Signer::new(&base.signature)?;
 
     let t0 = Instant::now();
@@ -186,8 +203,11 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
         rayon::current_num_threads()
     );
 
-    let ids: HashMap<String, u32> =
-        pages.iter().enumerate().map(|(i, p)| (p.id.clone(), i as u32)).collect();
+    let ids: HashMap<String, u32> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.id.clone(), i as u32))
+        .collect();
     let mut clusters: HashMap<&str, Vec<u32>> = HashMap::new();
     for (i, p) in pages.iter().enumerate() {
         if let Some(c) = &p.cluster {
@@ -195,11 +215,19 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
         }
     }
     let gold = pairs_of(clusters.into_values());
-    let same_template = match args.same_template.clone().or_else(|| sibling(&args.corpus, "same_template_pairs.tsv")) {
+    let same_template = match args
+        .same_template
+        .clone()
+        .or_else(|| sibling(&args.corpus, "same_template_pairs.tsv"))
+    {
         Some(p) => Some(read_pairs(&p, &ids)?),
         None => None,
     };
-    let gray = match args.gray.clone().or_else(|| sibling(&args.corpus, "gray_pairs.tsv")) {
+    let gray = match args
+        .gray
+        .clone()
+        .or_else(|| sibling(&args.corpus, "gray_pairs.tsv"))
+    {
         Some(p) => Some(read_pairs(&p, &ids)?),
         None => None,
     };
@@ -208,8 +236,18 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     if !args.json {
         println!(
             "{:<9} {:>5} {:>9} {:>5} {:>5} {:>9} {:>7} {:>6} {:>13} {:>6} {:>8} {:>9}",
-            "method", "tau", "predicted", "gold", "tp", "precision", "recall", "f1",
-            "same-tmpl-fp", "gray", "skipped", "decide/s"
+            "method",
+            "tau",
+            "predicted",
+            "gold",
+            "tp",
+            "precision",
+            "recall",
+            "f1",
+            "same-tmpl-fp",
+            "gray",
+            "skipped",
+            "decide/s"
         );
     }
     for &method in &methods {
@@ -223,13 +261,24 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             let mut skipped = 0;
             let t = Instant::now();
             for (i, (p, s)) in pages.iter().zip(&signed).enumerate() {
-                let page = PageRef { id: &p.id, url: &p.url, first_seen: 0 };
+                let page = PageRef {
+                    id: &p.id,
+                    url: &p.url,
+                    first_seen: 0,
+                };
                 let out = dedup.decide(page, s)?;
                 match out.decision.kind {
                     DecisionKind::Duplicate => {
-                        let canon = out.decision.canonical_id.as_deref().and_then(|c| ids.get(c));
+                        let canon = out
+                            .decision
+                            .canonical_id
+                            .as_deref()
+                            .and_then(|c| ids.get(c));
                         let canon = *canon.context("canonical id not in corpus")?;
-                        groups.entry(canon).or_insert_with(|| vec![canon]).push(i as u32);
+                        groups
+                            .entry(canon)
+                            .or_insert_with(|| vec![canon])
+                            .push(i as u32);
                     }
                     DecisionKind::Skipped => skipped += 1,
                     DecisionKind::Unique => {}
@@ -238,9 +287,21 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             let decide_rate = pages.len() as f64 / t.elapsed().as_secs_f64();
             let predicted = pairs_of(groups.into_values());
             let tp = predicted.intersection(&gold).count();
-            let precision = if predicted.is_empty() { 1.0 } else { tp as f64 / predicted.len() as f64 };
-            let recall = if gold.is_empty() { 1.0 } else { tp as f64 / gold.len() as f64 };
-            let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
+            let precision = if predicted.is_empty() {
+                1.0
+            } else {
+                tp as f64 / predicted.len() as f64
+            };
+            let recall = if gold.is_empty() {
+                1.0
+            } else {
+                tp as f64 / gold.len() as f64
+            };
+            let f1 = if precision + recall == 0.0 {
+                0.0
+            } else {
+                2.0 * precision * recall / (precision + recall)
+            };
             let row = Row {
                 method: method.to_string(),
                 threshold: tau,
@@ -250,7 +311,9 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                 precision,
                 recall,
                 f1,
-                same_template_fp: same_template.as_ref().map(|s| predicted.intersection(s).count()),
+                same_template_fp: same_template
+                    .as_ref()
+                    .map(|s| predicted.intersection(s).count()),
                 gray_predicted: gray.as_ref().map(|g| predicted.intersection(g).count()),
                 skipped,
                 decide_pages_per_second: decide_rate,

@@ -1,6 +1,6 @@
 //! `neardup index stats|compact|expire`: operate on an index directory.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
@@ -38,12 +38,17 @@ pub enum IndexCommand {
     },
 }
 
-fn open(index: &PathBuf) -> Result<Index> {
+fn open(index: &Path) -> Result<Index> {
     if !index.join("CURRENT").exists() {
-        bail!("{} is not an index directory (no RocksDB files)", index.display());
+        bail!(
+            "{} is not an index directory (no RocksDB files)",
+            index.display()
+        );
     }
-    let store = RocksStore::open(index).with_context(|| format!("cannot open {}", index.display()))?;
-    Index::open_existing(Box::new(store)).with_context(|| format!("cannot open index {}", index.display()))
+    let store =
+        RocksStore::open(index).with_context(|| format!("cannot open {}", index.display()))?;
+    Index::open_existing(Box::new(store))
+        .with_context(|| format!("cannot open index {}", index.display()))
 }
 
 /// Runs an index subcommand.
@@ -58,7 +63,11 @@ pub fn run(cmd: IndexCommand) -> Result<()> {
             idx.compact()?;
             eprintln!("neardup index compact: done");
         }
-        IndexCommand::Expire { index, older_than, before } => {
+        IndexCommand::Expire {
+            index,
+            older_than,
+            before,
+        } => {
             let cutoff = match (older_than, before) {
                 (Some(d), None) => {
                     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs() as i64;

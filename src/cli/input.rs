@@ -45,7 +45,9 @@ pub fn read_batch(
     let mut bytes = 0;
     while out.len() < max_lines && bytes < max_bytes {
         let mut line = Vec::new();
-        let n = r.read_until(b'\n', &mut line).context("cannot read input")?;
+        let n = r
+            .read_until(b'\n', &mut line)
+            .context("cannot read input")?;
         if n == 0 {
             break;
         }

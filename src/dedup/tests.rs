@@ -9,11 +9,18 @@ const MARKET: &str = include_str!("../../tests/data/story-market.html");
 const NAV: &str = include_str!("../../tests/data/nav-only.html");
 
 fn page(id: &str) -> PageRef<'_> {
-    PageRef { id, url: id, first_seen: 1 }
+    PageRef {
+        id,
+        url: id,
+        first_seen: 1,
+    }
 }
 
 fn run(method: Method) -> Vec<(String, Outcome)> {
-    let params = IndexParams { method, ..Default::default() };
+    let params = IndexParams {
+        method,
+        ..Default::default()
+    };
     let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
     let pages = [
         ("river", RIVER),
@@ -38,8 +45,16 @@ fn fixture_stream_decisions() {
         let kind = |i: usize| out[i].1.decision.kind;
         let canon = |i: usize| out[i].1.decision.canonical_id.clone();
         assert_eq!(kind(0), DecisionKind::Unique, "{method}");
-        assert_eq!(kind(1), DecisionKind::Unique, "{method}: same template, other story");
-        assert_eq!(kind(2), DecisionKind::Duplicate, "{method}: river in another template");
+        assert_eq!(
+            kind(1),
+            DecisionKind::Unique,
+            "{method}: same template, other story"
+        );
+        assert_eq!(
+            kind(2),
+            DecisionKind::Duplicate,
+            "{method}: river in another template"
+        );
         assert_eq!(canon(2).as_deref(), Some("river"));
         assert_eq!(kind(3), DecisionKind::Unique, "{method}: market");
         assert_eq!(kind(4), DecisionKind::Skipped, "{method}: navigation only");
@@ -67,8 +82,12 @@ fn decisions_survive_a_reopen_and_replay_identically() {
     let params = IndexParams::default();
     let stream = [("r1", RIVER), ("s1", SCHOOL), ("r2", RIVER_B)];
     let first: Vec<_> = {
-        let mut d = Deduplicator::new(Index::open_dir(dir.path(), params.clone()).unwrap()).unwrap();
-        stream.iter().map(|(id, h)| d.process(page(id), h).unwrap()).collect()
+        let mut d =
+            Deduplicator::new(Index::open_dir(dir.path(), params.clone()).unwrap()).unwrap();
+        stream
+            .iter()
+            .map(|(id, h)| d.process(page(id), h).unwrap())
+            .collect()
     };
     let mut d = Deduplicator::new(Index::open_dir(dir.path(), params).unwrap()).unwrap();
     for ((id, h), before) in stream.iter().zip(first) {

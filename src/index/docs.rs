@@ -230,10 +230,14 @@ impl Reader<'_> {
         Ok(self.take(1)?[0])
     }
     fn u32(&mut self) -> Result<u32, IndexError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")))
+        Ok(u32::from_be_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
     }
     fn u64(&mut self) -> Result<u64, IndexError> {
-        Ok(u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
+        Ok(u64::from_be_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
     }
     fn str(&mut self) -> Result<String, IndexError> {
         let n = self.u32()? as usize;

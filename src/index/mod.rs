@@ -31,7 +31,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use docs::{Decision, DecisionKind, DocRecord, Found};
-pub use store::{Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError};
+pub use store::{
+    Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
+};
 
 use crate::signature::{Measure, SignatureConfig, Signatures};
 
@@ -206,7 +208,11 @@ fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
             (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
                 for (k, va) in x {
                     let vb = y.get(k).unwrap_or(&serde_json::Value::Null);
-                    let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
                     walk(&p, va, vb, out);
                 }
             }
@@ -291,9 +297,17 @@ impl Index {
     }
 
     fn build(store: Box<dyn Store>, params: IndexParams) -> Result<Index, IndexError> {
-        let m_g = if params.m == 0 { alg_g::AlgG::default_m(params.rh) } else { params.m };
+        let m_g = if params.m == 0 {
+            alg_g::AlgG::default_m(params.rh)
+        } else {
+            params.m
+        };
         let k = params.signature.fingerprint_bits;
-        let m_h = if params.m == 0 { alg_h::AlgH::default_m(k, params.rh) } else { params.m };
+        let m_h = if params.m == 0 {
+            alg_h::AlgH::default_m(k, params.rh)
+        } else {
+            params.m
+        };
         let alg_g = match params.method {
             Method::AlgG | Method::Chain => Some(alg_g::AlgG::new(m_g, params.rh)?),
             _ => None,
@@ -397,9 +411,18 @@ impl Index {
         Ok(())
     }
 
-    fn index_entries(&self, b: &mut Batch, rec: &DocRecord, num: u64, insert: bool) -> Result<(), IndexError> {
+    fn index_entries(
+        &self,
+        b: &mut Batch,
+        rec: &DocRecord,
+        num: u64,
+        insert: bool,
+    ) -> Result<(), IndexError> {
         if let Some(g) = &self.alg_g {
-            let fp = *rec.fingerprint.first().ok_or_else(|| IndexError::Corrupt("empty fingerprint".into()))?;
+            let fp = *rec
+                .fingerprint
+                .first()
+                .ok_or_else(|| IndexError::Corrupt("empty fingerprint".into()))?;
             if insert {
                 g.insert(b, fp, num);
             } else {
@@ -452,8 +475,11 @@ impl Index {
     pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
         let mut expired: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut err = None;
-        self.store.scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
-            match (<[u8; 8]>::try_from(k), DocRecord::decode(v)) {
+        self.store
+            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| match (
+                <[u8; 8]>::try_from(k),
+                DocRecord::decode(v),
+            ) {
                 (Ok(num), Ok(rec)) => {
                     if rec.first_seen < cutoff {
                         expired.push((u64::from_be_bytes(num), v.to_vec()));
@@ -468,8 +494,7 @@ impl Index {
                     err = Some(IndexError::Corrupt("docs key".into()));
                     false
                 }
-            }
-        })?;
+            })?;
         if let Some(e) = err {
             return Err(e);
         }

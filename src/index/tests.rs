@@ -15,7 +15,10 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
 fn stores() -> Vec<(Box<dyn Store>, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let rocks = RocksStore::open(dir.path()).unwrap();
-    vec![(Box::new(MemoryStore::new()), None), (Box::new(rocks), Some(dir))]
+    vec![
+        (Box::new(MemoryStore::new()), None),
+        (Box::new(rocks), Some(dir)),
+    ]
 }
 
 /// The same behaviour on both stores: put, find, candidates, expire.
@@ -23,22 +26,41 @@ fn stores() -> Vec<(Box<dyn Store>, Option<tempfile::TempDir>)> {
 fn index_suite_on_both_stores() {
     for method in [Method::Chain, Method::AlgG, Method::AlgH, Method::Spotsigs] {
         for (store, _dir) in stores() {
-            let params = IndexParams { method, ..Default::default() };
+            let params = IndexParams {
+                method,
+                ..Default::default()
+            };
             let mut idx = Index::open(store, params).unwrap();
-            let a = rec("a", 100, DecisionKind::Unique, (0..20).collect(), 0xffff_0000_ffff_0000);
-            let b = rec("b", 200, DecisionKind::Unique, (100..120).collect(), 0x1234_5678_9abc_def0);
+            let a = rec(
+                "a",
+                100,
+                DecisionKind::Unique,
+                (0..20).collect(),
+                0xffff_0000_ffff_0000,
+            );
+            let b = rec(
+                "b",
+                200,
+                DecisionKind::Unique,
+                (100..120).collect(),
+                0x1234_5678_9abc_def0,
+            );
             let s = rec("s", 300, DecisionKind::Skipped, vec![1], 0);
             assert_eq!(idx.put(&a).unwrap(), 0);
             assert_eq!(idx.put(&b).unwrap(), 1);
             assert_eq!(idx.put(&s).unwrap(), 2);
             assert_eq!(idx.find_id("a").unwrap().unwrap(), a);
-            assert_eq!(idx.find_id("s").unwrap().unwrap().decision.kind, DecisionKind::Skipped);
+            assert_eq!(
+                idx.find_id("s").unwrap().unwrap().decision.kind,
+                DecisionKind::Skipped
+            );
             assert!(idx.find_id("zz").unwrap().is_none());
 
             // a query close to `a` finds it through the method's index
             let q = Signatures::from_hashes((0..19).collect());
             let mut c = Vec::new();
-            idx.fingerprint_candidates(&[0xffff_0000_ffff_0001], &mut c).unwrap();
+            idx.fingerprint_candidates(&[0xffff_0000_ffff_0001], &mut c)
+                .unwrap();
             let mut found: Vec<u64> = c.iter().map(|c| c.doc).collect();
             idx.list_candidates(&q, &mut c).unwrap();
             found.extend(c.iter().map(|c| c.doc));
@@ -48,15 +70,27 @@ fn index_suite_on_both_stores() {
             // expire everything first seen before 150: `a` and its entries go
             assert_eq!(idx.expire(150).unwrap(), 1);
             assert!(idx.find_id("a").unwrap().is_none());
-            idx.fingerprint_candidates(&[0xffff_0000_ffff_0001], &mut c).unwrap();
+            idx.fingerprint_candidates(&[0xffff_0000_ffff_0001], &mut c)
+                .unwrap();
             assert!(c.is_empty());
             idx.list_candidates(&q, &mut c).unwrap();
             assert!(c.is_empty());
             assert!(idx.find_id("b").unwrap().is_some());
             assert_eq!(idx.expire(1000).unwrap(), 2);
-            for f in [Family::AlgG, Family::AlgH, Family::Lists, Family::Docs, Family::Ids] {
+            for f in [
+                Family::AlgG,
+                Family::AlgH,
+                Family::Lists,
+                Family::Docs,
+                Family::Ids,
+            ] {
                 let mut n = 0;
-                idx.store().scan(f, &[], &[0xff; 32], &mut |_, _| { n += 1; true }).unwrap();
+                idx.store()
+                    .scan(f, &[], &[0xff; 32], &mut |_, _| {
+                        n += 1;
+                        true
+                    })
+                    .unwrap();
                 assert_eq!(n, 0, "{method}: family {f:?} not empty after expiring all");
             }
         }
@@ -69,14 +103,22 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
     let params = IndexParams::default();
     {
         let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
-        idx.put(&rec("a", 1, DecisionKind::Unique, (0..10).collect(), 7)).unwrap();
+        idx.put(&rec("a", 1, DecisionKind::Unique, (0..10).collect(), 7))
+            .unwrap();
     }
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     assert!(idx.find_id("a").unwrap().is_some());
-    assert_eq!(idx.put(&rec("b", 1, DecisionKind::Unique, vec![1], 8)).unwrap(), 1);
+    assert_eq!(
+        idx.put(&rec("b", 1, DecisionKind::Unique, vec![1], 8))
+            .unwrap(),
+        1
+    );
     drop(idx);
 
-    let other = IndexParams { threshold: 0.7, ..params.clone() };
+    let other = IndexParams {
+        threshold: 0.7,
+        ..params.clone()
+    };
     let err = Index::open_dir(dir.path(), other).err().unwrap();
     let msg = err.to_string();
     assert!(msg.contains("threshold: 0.5 → 0.7"), "{msg}");
@@ -91,9 +133,15 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
 fn newer_format_is_refused_with_a_rebuild_message() {
     let store = MemoryStore::new();
     let mut b = Batch::default();
-    b.put(Family::Meta, META_FORMAT, &(FORMAT_VERSION + 1).to_be_bytes());
+    b.put(
+        Family::Meta,
+        META_FORMAT,
+        &(FORMAT_VERSION + 1).to_be_bytes(),
+    );
     store.write(b).unwrap();
-    let err = Index::open(Box::new(store), IndexParams::default()).err().unwrap();
+    let err = Index::open(Box::new(store), IndexParams::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, IndexError::FormatMismatch { .. }));
     assert!(err.to_string().contains("rebuild"));
 }
@@ -101,9 +149,20 @@ fn newer_format_is_refused_with_a_rebuild_message() {
 #[test]
 fn bad_parameters_are_refused() {
     for p in [
-        IndexParams { threshold: 0.0, ..Default::default() },
-        IndexParams { method: Method::AlgG, rh: 9, ..Default::default() },
-        IndexParams { method: Method::AlgH, m: 1, ..Default::default() },
+        IndexParams {
+            threshold: 0.0,
+            ..Default::default()
+        },
+        IndexParams {
+            method: Method::AlgG,
+            rh: 9,
+            ..Default::default()
+        },
+        IndexParams {
+            method: Method::AlgH,
+            m: 1,
+            ..Default::default()
+        },
     ] {
         assert!(Index::memory(p).is_err());
     }

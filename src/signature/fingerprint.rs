@@ -73,15 +73,19 @@ pub fn simhash64(sigs: &Signatures) -> u64 {
             }
         }
     }
-    acc.iter()
-        .enumerate()
-        .fold(0u64, |fp, (b, &a)| if a > 0 { fp | 1 << (63 - b) } else { fp })
+    acc.iter().enumerate().fold(
+        0u64,
+        |fp, (b, &a)| if a > 0 { fp | 1 << (63 - b) } else { fp },
+    )
 }
 
 /// 1-bit minhash of `words` 64-bit words (1, 2 or 4): the set of signature hashes, ignoring
 /// frequencies. Bit j (from the top of word 0) comes from hash function j.
 pub fn minhash1(sigs: &Signatures, words: usize) -> Vec<u64> {
-    assert!((1..=MAX_BITS / 64).contains(&words), "minhash1 supports 64 to 256 bits");
+    assert!(
+        (1..=MAX_BITS / 64).contains(&words),
+        "minhash1 supports 64 to 256 bits"
+    );
     let mut out = vec![0u64; words];
     if sigs.set_len() == 0 {
         return out;

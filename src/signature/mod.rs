@@ -15,7 +15,9 @@ pub use fingerprint::{fingerprint, hamming, FingerprintKind};
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
 pub use spotsigs::SpotParams;
 
-use crate::text::{self, Language, StripMode, StripOptions, Stripped, Tokenizer, Tokens, WordLists};
+use crate::text::{
+    self, Language, StripMode, StripOptions, Stripped, Tokenizer, Tokens, WordLists,
+};
 
 /// A sorted signature multiset: `(hash, freq)` ascending by hash, every freq ≥ 1.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -117,7 +119,9 @@ pub enum SignatureConfigError {
     #[error("spot distance and chain length must be at least 1 (got d = {0}, c = {1})")]
     Chain(u32, u32),
     /// Bad fingerprint width.
-    #[error("fingerprint width must be 64, 128 or 256 bits, and simhash has 64 only (got {0} with {1})")]
+    #[error(
+        "fingerprint width must be 64, 128 or 256 bits, and simhash has 64 only (got {0} with {1})"
+    )]
     Bits(u32, FingerprintKind),
     /// No antecedents.
     #[error("the antecedent list is empty: SpotSigs needs at least one antecedent")]
@@ -131,14 +135,20 @@ impl SignatureConfig {
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), SignatureConfigError> {
         if self.spot_distance == 0 || self.chain_len == 0 {
-            return Err(SignatureConfigError::Chain(self.spot_distance, self.chain_len));
+            return Err(SignatureConfigError::Chain(
+                self.spot_distance,
+                self.chain_len,
+            ));
         }
         let bits_ok = match self.fingerprint {
             FingerprintKind::Simhash => self.fingerprint_bits == 64,
             FingerprintKind::Minhash1 => matches!(self.fingerprint_bits, 64 | 128 | 256),
         };
         if !bits_ok {
-            return Err(SignatureConfigError::Bits(self.fingerprint_bits, self.fingerprint));
+            return Err(SignatureConfigError::Bits(
+                self.fingerprint_bits,
+                self.fingerprint,
+            ));
         }
         if matches!(&self.antecedents, Some(a) if a.is_empty()) {
             return Err(SignatureConfigError::NoAntecedents);

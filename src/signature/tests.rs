@@ -45,7 +45,11 @@ fn reference_vector_through_the_signer() {
 fn golden_fingerprints() {
     let simhash = reference_signer(FingerprintKind::Simhash, 64).sign(OBAMA_HTML);
     assert_eq!(to_hex(&simhash.fingerprint), GOLDEN_SIMHASH);
-    for (bits, golden) in [(64, GOLDEN_MIN64), (128, GOLDEN_MIN128), (256, GOLDEN_MIN256)] {
+    for (bits, golden) in [
+        (64, GOLDEN_MIN64),
+        (128, GOLDEN_MIN128),
+        (256, GOLDEN_MIN256),
+    ] {
         let m = reference_signer(FingerprintKind::Minhash1, bits).sign(OBAMA_HTML);
         assert_eq!(to_hex(&m.fingerprint), golden, "{bits} bits");
     }
@@ -56,8 +60,7 @@ fn golden_fingerprints() {
 const GOLDEN_SIMHASH: &str = "e1ef5c163525a9fc";
 const GOLDEN_MIN64: &str = "4a9dd730204c588e";
 const GOLDEN_MIN128: &str = "4a9dd730204c588e6b796458e964a913";
-const GOLDEN_MIN256: &str =
-    "4a9dd730204c588e6b796458e964a913bf92dfec73b385daa5110998e20e3295";
+const GOLDEN_MIN256: &str = "4a9dd730204c588e6b796458e964a913bf92dfec73b385daa5110998e20e3295";
 const GOLDEN_CRC: u32 = 0x883c_5a80;
 
 #[test]

@@ -8,7 +8,9 @@ use rustc_hash::FxHashSet;
 ///
 /// Every language the stemmer library has is listed here; the crate's own enum keeps the
 /// stemmer library out of the public interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 #[allow(missing_docs)]
 pub enum Language {

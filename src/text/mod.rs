@@ -8,4 +8,4 @@ pub mod tokens;
 
 pub use lang::{Language, WordLists};
 pub use strip::{strip, Block, BlockKind, StripMode, StripOptions, Stripped};
-pub use tokens::{TokenFlags, Tokens, Tokenizer};
+pub use tokens::{TokenFlags, Tokenizer, Tokens};

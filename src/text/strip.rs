@@ -148,20 +148,21 @@ enum Role {
 
 fn role(name: &str) -> Role {
     match name {
-        "script" | "style" | "noscript" | "template" | "svg" | "math" | "iframe" | "object"
-        | "embed" | "noembed" | "noframes" | "select" | "textarea" | "button" | "canvas"
-        | "audio" | "video" | "map" => Role::Hidden,
+        // Only elements that are always closed (or raw text) hide their content: a void
+        // or often-unclosed element (embed, object, button) must not hide the rest of a page.
+        "script" | "style" | "noscript" | "template" | "svg" | "math" | "iframe" | "noembed"
+        | "noframes" | "select" | "textarea" => Role::Hidden,
         "head" => Role::Head,
         "title" => Role::Block(BlockKind::Title),
         "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => Role::Block(BlockKind::Heading),
         "p" => Role::Block(BlockKind::Paragraph),
         "li" | "dt" | "dd" => Role::Block(BlockKind::ListItem),
         "td" | "th" | "caption" => Role::Block(BlockKind::Cell),
-        "div" | "section" | "article" | "main" | "header" | "footer" | "nav" | "aside"
-        | "ul" | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote"
-        | "pre" | "figure" | "figcaption" | "form" | "fieldset" | "legend" | "address"
-        | "details" | "summary" | "body" | "html" | "center" | "option" | "label" | "menu"
-        | "hgroup" | "dialog" | "frameset" | "frame" => Role::Block(BlockKind::Text),
+        "div" | "section" | "article" | "main" | "header" | "footer" | "nav" | "aside" | "ul"
+        | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote" | "pre"
+        | "figure" | "figcaption" | "form" | "fieldset" | "legend" | "address" | "details"
+        | "summary" | "body" | "html" | "center" | "option" | "label" | "menu" | "hgroup"
+        | "dialog" | "frameset" | "frame" => Role::Block(BlockKind::Text),
         "br" | "hr" | "img" | "input" | "wbr" => Role::Break,
         "a" => Role::Link,
         _ => Role::Inline,
@@ -241,8 +242,9 @@ struct SinkState {
     b: Builder,
     /// Inside a raw-text element whose content is hidden (script, style, …): its name.
     raw_hidden: Option<&'static str>,
-    /// Depth of hidden elements whose content is tokenized normally (svg, template, …).
-    hidden_depth: u32,
+    /// The outermost hidden element whose content is tokenized normally (svg, template, …)
+    /// and how deeply elements of that name are nested in it.
+    hidden: Option<(String, u32)>,
     in_head: bool,
     link_depth: u32,
 }
@@ -288,7 +290,7 @@ impl SinkState {
                     if tag.self_closing {
                         return TokenSinkResult::Continue;
                     }
-                    if hidden || self.hidden_depth > 0 {
+                    if hidden || self.hidden.is_some() {
                         self.raw_hidden = Some(static_name);
                     } else if name == "title" {
                         // the title is visible even inside <head>
@@ -298,14 +300,14 @@ impl SinkState {
                     }
                     return TokenSinkResult::RawData(kind);
                 }
-                if self.hidden_depth > 0 {
-                    if r == Role::Hidden && !tag.self_closing {
-                        self.hidden_depth += 1;
+                if let Some((outer, depth)) = &mut self.hidden {
+                    if outer == name && !tag.self_closing {
+                        *depth += 1;
                     }
                     return TokenSinkResult::Continue;
                 }
                 match r {
-                    Role::Hidden if !tag.self_closing => self.hidden_depth += 1,
+                    Role::Hidden if !tag.self_closing => self.hidden = Some((name.to_string(), 1)),
                     Role::Block(kind) => self.b.boundary(kind),
                     Role::Break => self.b.boundary(BlockKind::Text),
                     Role::Link if !tag.self_closing => self.link_depth += 1,
@@ -320,9 +322,12 @@ impl SinkState {
                     self.in_head = false;
                     return TokenSinkResult::Continue;
                 }
-                if self.hidden_depth > 0 {
-                    if r == Role::Hidden {
-                        self.hidden_depth -= 1;
+                if let Some((outer, depth)) = &mut self.hidden {
+                    if outer == name {
+                        *depth -= 1;
+                        if *depth == 0 {
+                            self.hidden = None;
+                        }
                     }
                     return TokenSinkResult::Continue;
                 }
@@ -354,7 +359,7 @@ impl TokenSink for Sink {
             Token::TagToken(tag) => s.tag(&tag),
             Token::CharacterTokens(text) => {
                 let visible = s.raw_hidden.is_none()
-                    && s.hidden_depth == 0
+                    && s.hidden.is_none()
                     && (!s.in_head || s.b.kind == Some(BlockKind::Title));
                 if visible {
                     let in_link = s.link_depth > 0;
@@ -462,7 +467,10 @@ mod tests {
                 (BlockKind::Title, "A title & more".to_string()),
                 (BlockKind::Text, "Home News".to_string()),
                 (BlockKind::Heading, "The headline".to_string()),
-                (BlockKind::Paragraph, "First paragraph with bold text.".to_string()),
+                (
+                    BlockKind::Paragraph,
+                    "First paragraph with bold text.".to_string(),
+                ),
                 (BlockKind::Text, "Second line.".to_string()),
                 (BlockKind::ListItem, "one item".to_string()),
                 (BlockKind::ListItem, "two".to_string()),
@@ -479,7 +487,10 @@ mod tests {
         let s = strip(PAGE, &StripOptions::default());
         let nav = s.blocks[1];
         assert_eq!(s.block_text(&nav), "Home News");
-        assert_eq!(nav.link_bytes, 9, "the space before a link counts with the link");
+        assert_eq!(
+            nav.link_bytes, 9,
+            "the space before a link counts with the link"
+        );
         assert_eq!(s.blocks[2].link_bytes, 0);
     }
 
@@ -496,22 +507,58 @@ mod tests {
             deep.clone(),
             formatting,
             "<".repeat(10_000),
+            "<svg><svg></svg></svg></svg></svg>".repeat(1000),
         ];
         for mode in [StripMode::Tokens, StripMode::Tree] {
             for input in &inputs {
-                let _ = strip(input, &StripOptions { mode, max_bytes: 1 << 20 });
+                let _ = strip(
+                    input,
+                    &StripOptions {
+                        mode,
+                        max_bytes: 1 << 20,
+                    },
+                );
             }
-            let s = strip(&deep, &StripOptions { mode, max_bytes: 1 << 20 });
+            let s = strip(
+                &deep,
+                &StripOptions {
+                    mode,
+                    max_bytes: 1 << 20,
+                },
+            );
             assert_eq!(s.text, "deep text");
-            let p = strip("plain words here", &StripOptions { mode, max_bytes: 1 << 20 });
+            let p = strip(
+                "plain words here",
+                &StripOptions {
+                    mode,
+                    max_bytes: 1 << 20,
+                },
+            );
             assert_eq!(p.text, "plain words here");
+        }
+    }
+
+    #[test]
+    fn void_and_stray_tags_hide_nothing_after_them() {
+        let html = "<object><embed src=x></embed><embed src=y></object><button>Go\
+            <p>first words</p></svg></template><svg><g><svg></svg></g></svg><p>after svg</p>";
+        for mode in [StripMode::Tokens, StripMode::Tree] {
+            let s = strip(html, &StripOptions { mode, ..Default::default() });
+            assert!(s.text.contains("first words"), "{mode:?}: {:?}", s.text);
+            assert!(s.text.ends_with("after svg"), "{mode:?}: {:?}", s.text);
         }
     }
 
     #[test]
     fn size_limit_cuts_on_char_boundary() {
         let html = "<p>é".to_string() + &"é".repeat(100) + "</p>";
-        let s = strip(&html, &StripOptions { mode: StripMode::Tokens, max_bytes: 10 });
+        let s = strip(
+            &html,
+            &StripOptions {
+                mode: StripMode::Tokens,
+                max_bytes: 10,
+            },
+        );
         assert!(s.truncated);
         assert!(s.text.chars().all(|c| c == 'é'));
         assert_eq!(s.text.chars().count(), 3);

@@ -143,7 +143,18 @@ mod tests {
         let words: Vec<&str> = (0..t.len()).map(|i| t.get(i)).collect();
         assert_eq!(
             words,
-            ["the", "café", "is", "open", "isn't", "it", "ünïcode", "words", "of", "2026"]
+            [
+                "the",
+                "café",
+                "is",
+                "open",
+                "isn't",
+                "it",
+                "ünïcode",
+                "words",
+                "of",
+                "2026"
+            ]
         );
         assert!(t.is_antecedent(0) && t.is_stop(0));
         assert!(!t.is_stop(1));

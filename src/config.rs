@@ -14,7 +14,7 @@ use clap::Args;
 use serde::Deserialize;
 
 use crate::index::{IndexParams, Method};
-use crate::signature::{FingerprintKind, Measure, SignatureConfig};
+use crate::signature::{Content, FingerprintKind, Measure, SignatureConfig};
 use crate::text::{Language, StripMode};
 
 macro_rules! impl_from_str_serde {
@@ -28,7 +28,7 @@ macro_rules! impl_from_str_serde {
         }
     )*};
 }
-impl_from_str_serde!(Measure, StripMode, FingerprintKind);
+impl_from_str_serde!(Measure, StripMode, FingerprintKind, Content);
 
 /// Fills every `None` field of `self` from `other`.
 macro_rules! or_fields {
@@ -59,6 +59,9 @@ pub struct SignatureOptions {
     /// Chain length c [default: 2]
     #[arg(long, env = "NEARDUP_CHAIN_LEN")]
     pub chain_len: Option<u32>,
+    /// Signed text: main (the dense text region) or all (every block) [default: main]
+    #[arg(long, env = "NEARDUP_CONTENT")]
+    pub content: Option<Content>,
     /// Leave out blocks whose share of link text exceeds this [default: 0.5]
     #[arg(long, env = "NEARDUP_MAX_LINK_DENSITY")]
     pub max_link_density: Option<f64>,
@@ -80,7 +83,7 @@ impl SignatureOptions {
     /// Fills every field left open here from `o` (the config file).
     pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
         or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
-            chain_len, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits);
+            chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits);
         self
     }
 
@@ -108,6 +111,7 @@ impl SignatureOptions {
             antecedents: self.antecedents.clone(),
             spot_distance: self.spot_distance.unwrap_or(d.spot_distance),
             chain_len: self.chain_len.unwrap_or(d.chain_len),
+            content: self.content.unwrap_or(d.content),
             max_link_density: self.max_link_density.unwrap_or(d.max_link_density),
             strip: self.strip.unwrap_or(d.strip),
             max_page_bytes: self.max_page_bytes.unwrap_or(d.max_page_bytes),

@@ -19,6 +19,18 @@ use crate::text::{
     self, Language, StripMode, StripOptions, Stripped, Tokenizer, Tokens, WordLists,
 };
 
+/// Which text of a page is signed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Content {
+    /// The main text region ([`text::main_region`]): the dense run of blocks, without
+    /// menus, teasers and footers around it.
+    #[default]
+    Main,
+    /// Every visible block.
+    All,
+}
+
 /// A sorted signature multiset: `(hash, freq)` ascending by hash, every freq ≥ 1.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Signatures(Vec<(u32, u32)>);
@@ -82,6 +94,8 @@ pub struct SignatureConfig {
     pub spot_distance: u32,
     /// Chain length `c`.
     pub chain_len: u32,
+    /// Which text is signed: the main region or every block.
+    pub content: Content,
     /// Blocks whose share of link text exceeds this are left out (navigation, menus).
     pub max_link_density: f64,
     /// Stripping implementation.
@@ -103,6 +117,7 @@ impl Default for SignatureConfig {
             antecedents: None,
             spot_distance: 1,
             chain_len: 2,
+            content: Content::Main,
             max_link_density: 0.5,
             strip: StripMode::Tokens,
             max_page_bytes: 16 * 1024 * 1024,
@@ -224,10 +239,15 @@ impl Signer {
         &self.config
     }
 
-    /// Strips `html` and tokenizes the blocks that are not link-dominated.
+    /// Tokenizes the blocks of the configured content that are not link-dominated.
     pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
         out.clear();
-        for (block, t) in text.iter() {
+        let range = match self.config.content {
+            Content::Main => text::main_region(&text.blocks),
+            Content::All => 0..text.blocks.len(),
+        };
+        for block in &text.blocks[range] {
+            let t = text.block_text(block);
             let len = (block.end - block.start) as f64;
             if block.link_bytes as f64 > self.config.max_link_density * len {
                 continue;

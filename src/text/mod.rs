@@ -7,5 +7,5 @@ pub mod strip;
 pub mod tokens;
 
 pub use lang::{Language, WordLists};
-pub use strip::{strip, Block, BlockKind, StripMode, StripOptions, Stripped};
+pub use strip::{main_region, strip, Block, BlockKind, StripMode, StripOptions, Stripped};
 pub use tokens::{TokenFlags, Tokenizer, Tokens};

@@ -53,6 +53,15 @@ pub struct Block {
     pub end: u32,
     /// Bytes of the block that were inside `<a>` elements.
     pub link_bytes: u32,
+    /// Words of the block (whitespace-separated runs).
+    pub words: u32,
+    /// Words of the block inside `<a>` elements.
+    pub link_words: u32,
+    /// Tags seen since the previous block ended, including those inside this block.
+    pub tags: u32,
+    /// Sum of the content hints of the enclosing containers ([`container_weight`]):
+    /// negative inside forms, footers, popups, comments; positive inside articles.
+    pub context: i32,
 }
 
 /// The visible text of a page: blocks joined by `\n`.
@@ -76,6 +85,34 @@ impl Stripped {
     pub fn iter(&self) -> impl Iterator<Item = (&Block, &str)> {
         self.blocks.iter().map(move |b| (b, self.block_text(b)))
     }
+}
+
+/// The main text region of a page (Body Text Extraction, Finn et al. 2001): the contiguous
+/// run of blocks that maximises words outside links minus tags and link words, so the long,
+/// tag-sparse article wins over menus, teasers and footers. Blocks inside containers with a
+/// negative hint count against a region, blocks inside positive ones count double.
+/// Returns a block index range.
+pub fn main_region(blocks: &[Block]) -> std::ops::Range<usize> {
+    let (mut best, mut best_range) = (i64::MIN, 0..0);
+    let (mut run, mut run_start) = (0i64, 0usize);
+    for (i, b) in blocks.iter().enumerate() {
+        let plain = b.words.saturating_sub(b.link_words) as i64;
+        let score = match b.context {
+            c if c < 0 => -(b.words as i64) - b.tags as i64,
+            0 => plain - b.link_words as i64 - b.tags as i64,
+            _ => 2 * plain - b.link_words as i64 - b.tags as i64,
+        };
+        if run <= 0 {
+            run = 0;
+            run_start = i;
+        }
+        run += score;
+        if run > best {
+            best = run;
+            best_range = run_start..i + 1;
+        }
+    }
+    best_range
 }
 
 /// Which stripping implementation to use.
@@ -129,6 +166,78 @@ fn cut(s: &str, max: usize) -> (&str, bool) {
     (&s[..end], true)
 }
 
+const NEGATIVE_HINTS: &[&str] = &[
+    "ad", "ads", "advert", "advertisement", "banner", "breadcrumb", "breadcrumbs", "comment",
+    "comments", "consent", "cookie", "cookies", "disqus", "footer", "gdpr", "masthead", "menu",
+    "modal", "nav", "navbar", "navigation", "newsletter", "pagination", "pager", "popup",
+    "promo", "recommended", "related", "share", "sharing", "sidebar", "signup", "social",
+    "sponsor", "sponsored", "subscribe", "subscription", "toolbar",
+];
+const POSITIVE_HINTS: &[&str] = &[
+    "article", "articlebody", "body", "content", "entry", "hentry", "main", "post", "story",
+    "text",
+];
+
+/// Content hint of a container element: its tag (article, main: +1; nav, aside, footer,
+/// form, dialog: −1) plus its class and id words (split on non-alphanumerics): +1 if any is
+/// a positive hint (article, content, post, …), −1 if any is a negative hint (footer,
+/// comment, popup, cookie, …). Returns `None` for elements that are not containers.
+pub fn container_weight<'a>(name: &str, attrs: impl Iterator<Item = (&'a str, &'a str)>) -> Option<i32> {
+    let tag = match name {
+        "article" | "main" => 1,
+        "nav" | "aside" | "footer" | "form" | "dialog" => -1,
+        "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => 0,
+        _ => return None,
+    };
+    let (mut pos, mut neg) = (false, false);
+    for (k, v) in attrs {
+        if k != "class" && k != "id" {
+            continue;
+        }
+        for word in v.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+            let w = word.to_ascii_lowercase();
+            pos |= POSITIVE_HINTS.contains(&w.as_str());
+            neg |= NEGATIVE_HINTS.contains(&w.as_str());
+        }
+    }
+    Some(tag + pos as i32 - neg as i32)
+}
+
+/// Open containers with their weights; bounded so hostile nesting cannot grow it.
+#[derive(Default)]
+struct Containers {
+    stack: Vec<(String, i32)>,
+    /// Containers opened beyond the bound (not tracked).
+    overflow: u32,
+}
+
+const MAX_CONTAINERS: usize = 256;
+
+impl Containers {
+    fn open(&mut self, name: &str, weight: i32, b: &mut Builder) {
+        if self.stack.len() >= MAX_CONTAINERS {
+            self.overflow += 1;
+            return;
+        }
+        self.stack.push((name.to_string(), weight));
+        b.context += weight;
+    }
+
+    /// Closes the innermost open container of this name (and any left open inside it);
+    /// an end tag with no open container of its name is ignored.
+    fn close(&mut self, name: &str, b: &mut Builder) {
+        if self.overflow > 0 {
+            self.overflow -= 1;
+            return;
+        }
+        if let Some(pos) = self.stack.iter().rposition(|(n, _)| n == name) {
+            for (_, w) in self.stack.drain(pos..) {
+                b.context -= w;
+            }
+        }
+    }
+}
+
 /// How an element affects text extraction.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -176,6 +285,13 @@ struct Builder {
     kind: Option<BlockKind>,
     start: usize,
     link_bytes: u32,
+    words: u32,
+    link_words: u32,
+    tags: u32,
+    /// Context weight of the open containers.
+    context: i32,
+    /// Context weight when the current block got its first text.
+    block_context: i32,
     pending_space: bool,
 }
 
@@ -187,6 +303,13 @@ impl Builder {
                 continue;
             }
             let t = &mut self.out.text;
+            if t.len() == self.start {
+                self.block_context = self.context;
+            }
+            if t.len() == self.start || self.pending_space {
+                self.words += 1;
+                self.link_words += in_link as u32;
+            }
             if t.len() > self.start && self.pending_space {
                 t.push(' ');
                 if in_link {
@@ -215,11 +338,18 @@ impl Builder {
                 start: self.start as u32,
                 end: t.len() as u32,
                 link_bytes: self.link_bytes,
+                words: self.words,
+                link_words: self.link_words,
+                tags: self.tags,
+                context: self.block_context,
             });
+            self.tags = 0;
             t.push('\n');
             self.start = t.len();
         }
         self.link_bytes = 0;
+        self.words = 0;
+        self.link_words = 0;
         self.pending_space = false;
         self.kind = None;
     }
@@ -247,6 +377,7 @@ struct SinkState {
     hidden: Option<(String, u32)>,
     in_head: bool,
     link_depth: u32,
+    containers: Containers,
 }
 
 struct Sink(RefCell<SinkState>);
@@ -269,6 +400,7 @@ fn raw_kind(name: &str) -> Option<(RawKind, &'static str, bool)> {
 
 impl SinkState {
     fn tag(&mut self, tag: &Tag) -> TokenSinkResult<()> {
+        self.b.tags += 1;
         let name: &str = &tag.name;
         if let Some(raw) = self.raw_hidden {
             if tag.kind == TagKind::EndTag && name == raw {
@@ -306,6 +438,12 @@ impl SinkState {
                     }
                     return TokenSinkResult::Continue;
                 }
+                if !tag.self_closing {
+                    let attrs = tag.attrs.iter().map(|a| (&*a.name.local, &*a.value));
+                    if let Some(w) = container_weight(name, attrs) {
+                        self.containers.open(name, w, &mut self.b);
+                    }
+                }
                 match r {
                     Role::Hidden if !tag.self_closing => self.hidden = Some((name.to_string(), 1)),
                     Role::Block(kind) => self.b.boundary(kind),
@@ -336,6 +474,9 @@ impl SinkState {
                     Role::Link => self.link_depth = self.link_depth.saturating_sub(1),
                     _ if name == "title" || name == "xmp" => self.b.end_block(),
                     _ => {}
+                }
+                if container_weight(name, std::iter::empty()).is_some() {
+                    self.containers.close(name, &mut self.b);
                 }
             }
         }
@@ -402,6 +543,9 @@ fn strip_tree(html: &str) -> Stripped {
         match edge {
             Edge::Open(node) => match node.value() {
                 Node::Element(el) => {
+                    b.tags += 1;
+                    let w = container_weight(el.name(), el.attrs()).unwrap_or(0);
+                    b.context += w;
                     let r = role(el.name());
                     if hidden_depth > 0 || r == Role::Hidden || el.name() == "xmp" {
                         hidden_depth += 1;
@@ -419,6 +563,8 @@ fn strip_tree(html: &str) -> Stripped {
             },
             Edge::Close(node) => {
                 if let Node::Element(el) = node.value() {
+                    b.tags += 1;
+                    b.context -= container_weight(el.name(), el.attrs()).unwrap_or(0);
                     if hidden_depth > 0 {
                         hidden_depth -= 1;
                         continue;
@@ -480,6 +626,48 @@ mod tests {
             ];
             assert_eq!(t, expect, "mode {mode:?}");
         }
+    }
+
+    #[test]
+    fn main_region_is_the_dense_text() {
+        let nav: String = (0..30).map(|i| format!("<li><a href=/{i}>Section {i}</a></li>")).collect();
+        let article = "<p>".to_string() + &"the council voted to build the barrier ".repeat(20) + "</p>";
+        let html = format!(
+            "<ul>{nav}</ul><div><h1>Headline words here</h1>{article}{article}</div><ul>{nav}</ul>\
+             <p>Copyright</p>"
+        );
+        for mode in [StripMode::Tokens, StripMode::Tree] {
+            let s = strip(&html, &StripOptions { mode, ..Default::default() });
+            let r = main_region(&s.blocks);
+            let kept: Vec<&str> = s.blocks[r].iter().map(|b| s.block_text(b)).collect();
+            let article: Vec<&&str> = kept.iter().filter(|t| t.starts_with("the council")).collect();
+            assert_eq!(article.len(), 2, "{mode:?}: {kept:?}");
+            assert!(kept.iter().all(|t| !t.starts_with("Section") && *t != "Copyright"), "{kept:?}");
+            assert_eq!(s.blocks[1].words, 2);
+            assert_eq!(s.blocks[1].link_words, 2);
+        }
+        assert_eq!(main_region(&[]), 0..0);
+    }
+
+    #[test]
+    fn container_hints_mark_boilerplate() {
+        let long = "the notice says that the site is committed to the access of all ".repeat(8);
+        let html = format!(
+            "<div class=\"post-content\"><p>the short article is about the river and the \
+             barrier that the town built</p></div><div class=\"site-popup\"><p>{long}</p></div>\
+             <form><p>{long}</p></form>"
+        );
+        for mode in [StripMode::Tokens, StripMode::Tree] {
+            let s = strip(&html, &StripOptions { mode, ..Default::default() });
+            let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+            assert_eq!(ctx, [1, -1, -1], "{mode:?}");
+            let r = main_region(&s.blocks);
+            assert_eq!(r, 0..1, "{mode:?}");
+        }
+        assert_eq!(container_weight("div", [("class", "comments-area")].into_iter()), Some(-1));
+        assert_eq!(container_weight("div", [("id", "post-body")].into_iter()), Some(1));
+        assert_eq!(container_weight("div", [("class", "head read")].into_iter()), Some(0));
+        assert_eq!(container_weight("b", std::iter::empty()), None);
     }
 
     #[test]

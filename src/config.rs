@@ -47,7 +47,7 @@ pub struct SignatureOptions {
     /// Stem tokens before building signatures [default: false]
     #[arg(long, env = "NEARDUP_STEM", num_args = 0..=1, default_missing_value = "true")]
     pub stem: Option<bool>,
-    /// Antecedents, comma-separated [default: the language's list; English: a,an,the,is,was,are,were,be,been]
+    /// Antecedents, comma-separated [default: the language's list; English: a,an,the,is,was,are,were,be,been,has,have,had,will,would,said,that,this]
     #[arg(long, env = "NEARDUP_ANTECEDENTS", value_delimiter = ',')]
     pub antecedents: Option<Vec<String>>,
     /// File with one stopword per line replacing the language's list

@@ -170,8 +170,10 @@ mod tests {
             assert!(stop.len() >= 30, "{lang}: {} stopwords", stop.len());
             let ante = lang.antecedents();
             assert!(!ante.is_empty(), "{lang}: no antecedents");
+            let lists = WordLists::for_language(lang);
             for a in &ante {
-                assert!(stop.contains(a), "{lang}: antecedent {a} is not a stopword");
+                assert_eq!(a.to_lowercase(), *a, "{lang}: antecedent {a} not lowercase");
+                assert!(lists.is_antecedent(a) && lists.is_stopword(a), "{lang}: {a}");
             }
             let _ = lang.stemmer().stem("words");
             assert_eq!(lang.name().parse::<Language>(), Ok(lang));

@@ -44,7 +44,7 @@ pub enum BadReason {
     WrongShape,
     /// No `url` field.
     MissingUrl,
-    /// An empty `url`.
+    /// An empty `url` and no `id`.
     EmptyUrl,
     /// `fetched_at` is not RFC 3339.
     InvalidFetchedAt,
@@ -130,8 +130,12 @@ pub fn decode_page(bytes: &[u8], max_bytes: usize) -> Result<ValidPage, BadRecor
         };
         bad(reason, detail)
     })?;
-    if page.url.trim().is_empty() {
-        return Err(bad(BadReason::EmptyUrl, "the url field is empty".into()));
+    let has_id = page.id.as_deref().is_some_and(|id| !id.is_empty());
+    if page.url.trim().is_empty() && !has_id {
+        return Err(bad(
+            BadReason::EmptyUrl,
+            "the url field is empty and there is no id to name the page".into(),
+        ));
     }
     let fetched_at = match &page.fetched_at {
         None => None,
@@ -335,6 +339,7 @@ mod tests {
             ),
             (br#"{"html":"x"}"#, BadReason::MissingUrl),
             (br#"{"url":"","html":"x"}"#, BadReason::EmptyUrl),
+            (br#"{"id":"","url":" ","html":"x"}"#, BadReason::EmptyUrl),
             (br#"{"url":"u"}"#, BadReason::WrongShape),
             (br#"[1,2]"#, BadReason::WrongShape),
             (br#"{"url":5,"html":"x"}"#, BadReason::WrongShape),
@@ -358,6 +363,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.doc_id, "p1");
+        let named = decode_page(br#"{"id":"p2","url":"","html":"x"}"#, max).unwrap();
+        assert_eq!(named.doc_id, "p2");
         assert_eq!(t.fetched_at, Some(1_795_162_500));
     }
 }

@@ -173,7 +173,10 @@ mod tests {
             let lists = WordLists::for_language(lang);
             for a in &ante {
                 assert_eq!(a.to_lowercase(), *a, "{lang}: antecedent {a} not lowercase");
-                assert!(lists.is_antecedent(a) && lists.is_stopword(a), "{lang}: {a}");
+                assert!(
+                    lists.is_antecedent(a) && lists.is_stopword(a),
+                    "{lang}: {a}"
+                );
             }
             let _ = lang.stemmer().stem("words");
             assert_eq!(lang.name().parse::<Language>(), Ok(lang));

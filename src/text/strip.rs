@@ -167,14 +167,55 @@ fn cut(s: &str, max: usize) -> (&str, bool) {
 }
 
 const NEGATIVE_HINTS: &[&str] = &[
-    "ad", "ads", "advert", "advertisement", "banner", "breadcrumb", "breadcrumbs", "comment",
-    "comments", "consent", "cookie", "cookies", "disqus", "footer", "gdpr", "masthead", "menu",
-    "modal", "nav", "navbar", "navigation", "newsletter", "pagination", "pager", "popup",
-    "promo", "recommended", "related", "share", "sharing", "sidebar", "signup", "social",
-    "sponsor", "sponsored", "subscribe", "subscription", "toolbar",
+    "ad",
+    "ads",
+    "advert",
+    "advertisement",
+    "banner",
+    "breadcrumb",
+    "breadcrumbs",
+    "comment",
+    "comments",
+    "consent",
+    "cookie",
+    "cookies",
+    "disqus",
+    "footer",
+    "gdpr",
+    "masthead",
+    "menu",
+    "modal",
+    "nav",
+    "navbar",
+    "navigation",
+    "newsletter",
+    "pagination",
+    "pager",
+    "popup",
+    "promo",
+    "recommended",
+    "related",
+    "share",
+    "sharing",
+    "sidebar",
+    "signup",
+    "social",
+    "sponsor",
+    "sponsored",
+    "subscribe",
+    "subscription",
+    "toolbar",
 ];
 const POSITIVE_HINTS: &[&str] = &[
-    "article", "articlebody", "body", "content", "entry", "hentry", "main", "post", "story",
+    "article",
+    "articlebody",
+    "body",
+    "content",
+    "entry",
+    "hentry",
+    "main",
+    "post",
+    "story",
     "text",
 ];
 
@@ -182,7 +223,10 @@ const POSITIVE_HINTS: &[&str] = &[
 /// form, dialog: −1) plus its class and id words (split on non-alphanumerics): +1 if any is
 /// a positive hint (article, content, post, …), −1 if any is a negative hint (footer,
 /// comment, popup, cookie, …). Returns `None` for elements that are not containers.
-pub fn container_weight<'a>(name: &str, attrs: impl Iterator<Item = (&'a str, &'a str)>) -> Option<i32> {
+pub fn container_weight<'a>(
+    name: &str,
+    attrs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Option<i32> {
     let tag = match name {
         "article" | "main" => 1,
         "nav" | "aside" | "footer" | "form" | "dialog" => -1,
@@ -194,7 +238,10 @@ pub fn container_weight<'a>(name: &str, attrs: impl Iterator<Item = (&'a str, &'
         if k != "class" && k != "id" {
             continue;
         }
-        for word in v.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()) {
+        for word in v
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
             let w = word.to_ascii_lowercase();
             pos |= POSITIVE_HINTS.contains(&w.as_str());
             neg |= NEGATIVE_HINTS.contains(&w.as_str());
@@ -630,19 +677,35 @@ mod tests {
 
     #[test]
     fn main_region_is_the_dense_text() {
-        let nav: String = (0..30).map(|i| format!("<li><a href=/{i}>Section {i}</a></li>")).collect();
-        let article = "<p>".to_string() + &"the council voted to build the barrier ".repeat(20) + "</p>";
+        let nav: String = (0..30)
+            .map(|i| format!("<li><a href=/{i}>Section {i}</a></li>"))
+            .collect();
+        let article =
+            "<p>".to_string() + &"the council voted to build the barrier ".repeat(20) + "</p>";
         let html = format!(
             "<ul>{nav}</ul><div><h1>Headline words here</h1>{article}{article}</div><ul>{nav}</ul>\
              <p>Copyright</p>"
         );
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(&html, &StripOptions { mode, ..Default::default() });
+            let s = strip(
+                &html,
+                &StripOptions {
+                    mode,
+                    ..Default::default()
+                },
+            );
             let r = main_region(&s.blocks);
             let kept: Vec<&str> = s.blocks[r].iter().map(|b| s.block_text(b)).collect();
-            let article: Vec<&&str> = kept.iter().filter(|t| t.starts_with("the council")).collect();
+            let article: Vec<&&str> = kept
+                .iter()
+                .filter(|t| t.starts_with("the council"))
+                .collect();
             assert_eq!(article.len(), 2, "{mode:?}: {kept:?}");
-            assert!(kept.iter().all(|t| !t.starts_with("Section") && *t != "Copyright"), "{kept:?}");
+            assert!(
+                kept.iter()
+                    .all(|t| !t.starts_with("Section") && *t != "Copyright"),
+                "{kept:?}"
+            );
             assert_eq!(s.blocks[1].words, 2);
             assert_eq!(s.blocks[1].link_words, 2);
         }
@@ -658,15 +721,30 @@ mod tests {
              <form><p>{long}</p></form>"
         );
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(&html, &StripOptions { mode, ..Default::default() });
+            let s = strip(
+                &html,
+                &StripOptions {
+                    mode,
+                    ..Default::default()
+                },
+            );
             let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
             assert_eq!(ctx, [1, -1, -1], "{mode:?}");
             let r = main_region(&s.blocks);
             assert_eq!(r, 0..1, "{mode:?}");
         }
-        assert_eq!(container_weight("div", [("class", "comments-area")].into_iter()), Some(-1));
-        assert_eq!(container_weight("div", [("id", "post-body")].into_iter()), Some(1));
-        assert_eq!(container_weight("div", [("class", "head read")].into_iter()), Some(0));
+        assert_eq!(
+            container_weight("div", [("class", "comments-area")].into_iter()),
+            Some(-1)
+        );
+        assert_eq!(
+            container_weight("div", [("id", "post-body")].into_iter()),
+            Some(1)
+        );
+        assert_eq!(
+            container_weight("div", [("class", "head read")].into_iter()),
+            Some(0)
+        );
         assert_eq!(container_weight("b", std::iter::empty()), None);
     }
 
@@ -731,7 +809,13 @@ mod tests {
         let html = "<object><embed src=x></embed><embed src=y></object><button>Go\
             <p>first words</p></svg></template><svg><g><svg></svg></g></svg><p>after svg</p>";
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(html, &StripOptions { mode, ..Default::default() });
+            let s = strip(
+                html,
+                &StripOptions {
+                    mode,
+                    ..Default::default()
+                },
+            );
             assert!(s.text.contains("first words"), "{mode:?}: {:?}", s.text);
             assert!(s.text.ends_with("after svg"), "{mode:?}: {:?}", s.text);
         }

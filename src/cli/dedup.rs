@@ -166,7 +166,12 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         .unwrap_or_else(|| PathBuf::from("neardup-dead-letter.jsonl"));
     let mut dead_out: Option<BufWriter<Box<dyn Write + Send>>> = None;
     let input_name = args.input.display().to_string();
-    let total_bytes = std::fs::metadata(&args.input).map(|m| m.len()).ok();
+    // the bar counts decompressed bytes, so a gzip input gets a spinner instead of a total
+    let gzip = args.input.extension().is_some_and(|e| e == "gz");
+    let total_bytes = std::fs::metadata(&args.input)
+        .ok()
+        .filter(|_| !gzip)
+        .map(|m| m.len());
 
     let progress = if std::io::stderr().is_terminal() {
         let pb = match total_bytes {

@@ -14,9 +14,7 @@
 
 use std::sync::Arc;
 
-use crate::index::{
-    Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, IndexParams, Method,
-};
+use crate::index::{Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method};
 use crate::signature::{length_bound, mass, similarity, similarity_at_least, Signed, Signer};
 
 /// A decision and whether it was stored before (a repeated id).
@@ -87,11 +85,11 @@ impl Deduplicator {
                 repeated: true,
             });
         }
-        let params = self.index.params().clone();
-        let decision = if signed.sigs.set_len() < params.min_signatures as usize {
+        let min_signatures = self.index.params().min_signatures as usize;
+        let decision = if signed.sigs.set_len() < min_signatures {
             Decision::plain(DecisionKind::Skipped)
         } else {
-            match self.best_match(&params, signed)? {
+            match self.best_match(signed)? {
                 Some((canonical, sim, cand)) => Decision {
                     kind: DecisionKind::Duplicate,
                     canonical_id: Some(canonical.id),
@@ -119,19 +117,19 @@ impl Deduplicator {
 
     fn best_match(
         &mut self,
-        params: &IndexParams,
         signed: &Signed,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let mut cands = std::mem::take(&mut self.candidates);
         let mut best = None;
-        if matches!(params.method, Method::AlgG | Method::AlgH | Method::Chain) {
+        let method = self.index.params().method;
+        if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(params, signed, &cands)?;
+            best = self.verify(signed, &cands)?;
         }
-        if best.is_none() && matches!(params.method, Method::Spotsigs | Method::Chain) {
+        if best.is_none() && matches!(method, Method::Spotsigs | Method::Chain) {
             self.index.list_candidates(&signed.sigs, &mut cands)?;
-            best = self.verify(params, signed, &cands)?;
+            best = self.verify(signed, &cands)?;
         }
         self.candidates = cands;
         Ok(best)
@@ -140,11 +138,10 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document.
     fn verify(
         &self,
-        params: &IndexParams,
         signed: &Signed,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let (m, tau) = (params.measure, params.threshold);
+        let (m, tau) = (self.index.params().measure, self.index.params().threshold);
         let q = signed.sigs.entries();
         let mq = mass(q, m);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;

@@ -123,8 +123,14 @@ fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
 impl DocRecord {
     /// Encodes the record (layout in the module docs).
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_with(true)
+    }
+
+    /// Encodes the record, with its signatures or with none.
+    pub fn encode_with(&self, signatures: bool) -> Vec<u8> {
+        let sigs = if signatures { self.sigs.entries() } else { &[] };
         let d = &self.decision;
-        let mut out = Vec::with_capacity(64 + self.sigs.set_len() * 8 + self.url.len());
+        let mut out = Vec::with_capacity(64 + sigs.len() * 8 + self.url.len());
         out.push(RECORD_VERSION);
         out.push(match d.kind {
             DecisionKind::Unique => 0,
@@ -136,8 +142,8 @@ impl DocRecord {
         for w in &self.fingerprint {
             out.extend_from_slice(&w.to_be_bytes());
         }
-        out.extend_from_slice(&(self.sigs.set_len() as u32).to_be_bytes());
-        for &(h, f) in self.sigs.entries() {
+        out.extend_from_slice(&(sigs.len() as u32).to_be_bytes());
+        for &(h, f) in sigs {
             out.extend_from_slice(&h.to_be_bytes());
             out.extend_from_slice(&f.to_be_bytes());
         }
@@ -269,6 +275,9 @@ mod tests {
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+        let lean = DocRecord::decode(&rec.encode_with(false)).unwrap();
+        assert_eq!(lean.sigs.set_len(), 0);
+        assert_eq!(lean.decision, rec.decision);
         for cut in 0..bytes.len() {
             assert!(DocRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }

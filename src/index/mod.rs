@@ -452,17 +452,12 @@ impl Index {
     pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
         let num = self.next_doc;
         let mut b = Batch::default();
-        if rec.decision.kind == DecisionKind::Unique {
+        let unique = rec.decision.kind == DecisionKind::Unique;
+        if unique {
             self.index_entries(&mut b, rec, num, true)?;
-            b.put(Family::Docs, &num.to_be_bytes(), &rec.encode());
-        } else {
-            // only unique documents are ever candidates: keep the others lean
-            let lean = DocRecord {
-                sigs: Signatures::default(),
-                ..rec.clone()
-            };
-            b.put(Family::Docs, &num.to_be_bytes(), &lean.encode());
         }
+        // only unique documents are ever candidates: the others are stored without signatures
+        b.put(Family::Docs, &num.to_be_bytes(), &rec.encode_with(unique));
         b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
         b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
         self.store.write(b)?;
@@ -473,7 +468,7 @@ impl Index {
     /// Removes every document first seen before `cutoff` (Unix seconds), with its index
     /// entries. Returns how many were removed.
     pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
-        let mut expired: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut expired: Vec<(u64, DocRecord)> = Vec::new();
         let mut err = None;
         self.store
             .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| match (
@@ -482,7 +477,7 @@ impl Index {
             ) {
                 (Ok(num), Ok(rec)) => {
                     if rec.first_seen < cutoff {
-                        expired.push((u64::from_be_bytes(num), v.to_vec()));
+                        expired.push((u64::from_be_bytes(num), rec));
                     }
                     true
                 }
@@ -501,10 +496,9 @@ impl Index {
         let n = expired.len() as u64;
         for chunk in expired.chunks(256) {
             let mut b = Batch::default();
-            for (num, v) in chunk {
-                let rec = DocRecord::decode(v)?;
+            for (num, rec) in chunk {
                 if rec.decision.kind == DecisionKind::Unique {
-                    self.index_entries(&mut b, &rec, *num, false)?;
+                    self.index_entries(&mut b, rec, *num, false)?;
                 }
                 b.delete(Family::Docs, &num.to_be_bytes());
                 // the id may since have been re-decided under a newer number

@@ -227,13 +227,9 @@ pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Option<i32> {
-    let tag = match name {
-        "article" | "main" => 1,
-        "nav" | "aside" | "footer" | "form" | "dialog" => -1,
-        "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => 0,
-        _ => return None,
-    };
+    let tag = container_tag_weight(name)?;
     let (mut pos, mut neg) = (false, false);
+    let is = |list: &[&str], w: &str| list.iter().any(|h| h.eq_ignore_ascii_case(w));
     for (k, v) in attrs {
         if k != "class" && k != "id" {
             continue;
@@ -242,12 +238,21 @@ pub fn container_weight<'a>(
             .split(|c: char| !c.is_ascii_alphanumeric())
             .filter(|w| !w.is_empty())
         {
-            let w = word.to_ascii_lowercase();
-            pos |= POSITIVE_HINTS.contains(&w.as_str());
-            neg |= NEGATIVE_HINTS.contains(&w.as_str());
+            pos |= is(POSITIVE_HINTS, word);
+            neg |= is(NEGATIVE_HINTS, word);
         }
     }
     Some(tag + pos as i32 - neg as i32)
+}
+
+/// The tag part of [`container_weight`]; `None` for elements that are not containers.
+fn container_tag_weight(name: &str) -> Option<i32> {
+    match name {
+        "article" | "main" => Some(1),
+        "nav" | "aside" | "footer" | "form" | "dialog" => Some(-1),
+        "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => Some(0),
+        _ => None,
+    }
 }
 
 /// Open containers with their weights; bounded so hostile nesting cannot grow it.
@@ -318,7 +323,7 @@ fn role(name: &str) -> Role {
         | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote" | "pre"
         | "figure" | "figcaption" | "form" | "fieldset" | "legend" | "address" | "details"
         | "summary" | "body" | "html" | "center" | "option" | "label" | "menu" | "hgroup"
-        | "dialog" | "frameset" | "frame" => Role::Block(BlockKind::Text),
+        | "dialog" | "frameset" | "frame" | "xmp" => Role::Block(BlockKind::Text),
         "br" | "hr" | "img" | "input" | "wbr" => Role::Break,
         "a" => Role::Link,
         _ => Role::Inline,
@@ -519,10 +524,9 @@ impl SinkState {
                 match r {
                     Role::Block(_) | Role::Break => self.b.end_block(),
                     Role::Link => self.link_depth = self.link_depth.saturating_sub(1),
-                    _ if name == "title" || name == "xmp" => self.b.end_block(),
                     _ => {}
                 }
-                if container_weight(name, std::iter::empty()).is_some() {
+                if container_tag_weight(name).is_some() {
                     self.containers.close(name, &mut self.b);
                 }
             }
@@ -586,15 +590,18 @@ fn strip_tree(html: &str) -> Stripped {
     let mut b = Builder::default();
     let mut hidden_depth = 0u32;
     let mut link_depth = 0u32;
+    // container weights of the open elements (the tree pairs every open with a close)
+    let mut weights: Vec<i32> = Vec::new();
     for edge in doc.tree.root().traverse() {
         match edge {
             Edge::Open(node) => match node.value() {
                 Node::Element(el) => {
                     b.tags += 1;
                     let w = container_weight(el.name(), el.attrs()).unwrap_or(0);
+                    weights.push(w);
                     b.context += w;
                     let r = role(el.name());
-                    if hidden_depth > 0 || r == Role::Hidden || el.name() == "xmp" {
+                    if hidden_depth > 0 || r == Role::Hidden {
                         hidden_depth += 1;
                         continue;
                     }
@@ -611,7 +618,7 @@ fn strip_tree(html: &str) -> Stripped {
             Edge::Close(node) => {
                 if let Node::Element(el) = node.value() {
                     b.tags += 1;
-                    b.context -= container_weight(el.name(), el.attrs()).unwrap_or(0);
+                    b.context -= weights.pop().unwrap_or(0);
                     if hidden_depth > 0 {
                         hidden_depth -= 1;
                         continue;
@@ -632,14 +639,18 @@ fn strip_tree(html: &str) -> Stripped {
 mod tests {
     use super::*;
 
-    fn texts(html: &str, mode: StripMode) -> Vec<(BlockKind, String)> {
-        let s = strip(
+    fn strip_in(html: &str, mode: StripMode) -> Stripped {
+        strip(
             html,
             &StripOptions {
                 mode,
                 ..Default::default()
             },
-        );
+        )
+    }
+
+    fn texts(html: &str, mode: StripMode) -> Vec<(BlockKind, String)> {
+        let s = strip_in(html, mode);
         s.iter().map(|(b, t)| (b.kind, t.to_string())).collect()
     }
 
@@ -687,13 +698,7 @@ mod tests {
              <p>Copyright</p>"
         );
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(
-                &html,
-                &StripOptions {
-                    mode,
-                    ..Default::default()
-                },
-            );
+            let s = strip_in(&html, mode);
             let r = main_region(&s.blocks);
             let kept: Vec<&str> = s.blocks[r].iter().map(|b| s.block_text(b)).collect();
             let article: Vec<&&str> = kept
@@ -721,13 +726,7 @@ mod tests {
              <form><p>{long}</p></form>"
         );
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(
-                &html,
-                &StripOptions {
-                    mode,
-                    ..Default::default()
-                },
-            );
+            let s = strip_in(&html, mode);
             let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
             assert_eq!(ctx, [1, -1, -1], "{mode:?}");
             let r = main_region(&s.blocks);
@@ -809,13 +808,7 @@ mod tests {
         let html = "<object><embed src=x></embed><embed src=y></object><button>Go\
             <p>first words</p></svg></template><svg><g><svg></svg></g></svg><p>after svg</p>";
         for mode in [StripMode::Tokens, StripMode::Tree] {
-            let s = strip(
-                html,
-                &StripOptions {
-                    mode,
-                    ..Default::default()
-                },
-            );
+            let s = strip_in(html, mode);
             assert!(s.text.contains("first words"), "{mode:?}: {:?}", s.text);
             assert!(s.text.ends_with("after svg"), "{mode:?}: {:?}", s.text);
         }

@@ -3,7 +3,7 @@
 //!
 //! A flag `--spot-distance` is the variable `NEARDUP_SPOT_DISTANCE` and the key
 //! `spot-distance` in the file's section for its group (`[signature]`, `[detect]`,
-//! `[dedup]`). Precedence: flag, then variable, then file, then the default. Unknown keys
+//! `[dedup]`, `[kafka]`, `[stage]`, `[replay]`). Precedence: flag, then variable, then file, then the default. Unknown keys
 //! in the file are rejected with the file name and the key.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::index::{IndexParams, Method};
 use crate::signature::{Content, FingerprintKind, Measure, SignatureConfig};
@@ -188,6 +188,15 @@ pub struct FileConfig {
     /// `[dedup]`: file-mode settings.
     #[serde(default)]
     pub dedup: DedupOptions,
+    /// `[kafka]`: brokers, topics, group and client properties of the stage.
+    #[serde(default)]
+    pub kafka: KafkaOptions,
+    /// `[stage]`: the stage's index, HTTP listener, drain and limits.
+    #[serde(default)]
+    pub stage: StageOptions,
+    /// `[replay]`: where a replay starts, dry run.
+    #[serde(default)]
+    pub replay: ReplayOptions,
 }
 
 /// `[detect]` in the file: [`DetectOptions`] plus method and threshold.
@@ -243,6 +252,133 @@ impl DedupOptions {
         or_fields!(self, o; index, unique, duplicates, dead_letter, no_text, max_record_bytes, jobs);
         self
     }
+}
+
+/// Kafka settings of `neardup run` and `neardup replay` (`[kafka]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KafkaOptions {
+    /// Bootstrap brokers, host:port,host:port [default: 127.0.0.1:9092]
+    #[arg(long, env = "NEARDUP_BROKERS")]
+    pub brokers: Option<String>,
+    /// Consumer group [default: neardup; replay: neardup-replay]
+    #[arg(long, env = "NEARDUP_GROUP_ID")]
+    pub group_id: Option<String>,
+    /// Input topics, comma-separated [default: pages]
+    #[arg(long, env = "NEARDUP_INPUT_TOPICS", value_delimiter = ',')]
+    pub input_topics: Option<Vec<String>>,
+    /// Topic of unique and skipped records [default: pages-unique]
+    #[arg(long, env = "NEARDUP_UNIQUE_TOPIC")]
+    pub unique_topic: Option<String>,
+    /// Topic of duplicate records [default: pages-duplicate]
+    #[arg(long, env = "NEARDUP_DUPLICATE_TOPIC")]
+    pub duplicate_topic: Option<String>,
+    /// Topic of dead letters [default: pages-dead-letter]
+    #[arg(long, env = "NEARDUP_DEAD_LETTER_TOPIC")]
+    pub dead_letter_topic: Option<String>,
+    /// A client property KEY=VALUE passed to the Kafka client (repeatable; in the variable,
+    /// separated by ';'), e.g. security.protocol=SASL_SSL
+    #[arg(long, env = "NEARDUP_KAFKA_PROPERTY", value_delimiter = ';')]
+    pub kafka_property: Option<Vec<String>>,
+    /// A file of KEY=VALUE client properties, one per line (# comments), e.g. mounted from a
+    /// secret with sasl.username and sasl.password
+    #[arg(long, env = "NEARDUP_KAFKA_PROPERTIES_FILE")]
+    pub kafka_properties_file: Option<PathBuf>,
+}
+
+impl KafkaOptions {
+    fn or(mut self, o: KafkaOptions) -> KafkaOptions {
+        or_fields!(self, o; brokers, group_id, input_topics, unique_topic, duplicate_topic,
+            dead_letter_topic, kafka_property, kafka_properties_file);
+        self
+    }
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// JSON lines unless stderr is a terminal.
+    #[default]
+    Auto,
+    /// JSON lines.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+impl_from_str_serde!(LogFormat);
+
+/// Settings of the stage process (`[stage]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StageOptions {
+    /// Index directory [default: neardup-index]
+    #[arg(long, env = "NEARDUP_INDEX")]
+    pub index: Option<PathBuf>,
+    /// HTTP listener for /metrics, /healthz and /readyz; "off" for none [default: run 0.0.0.0:9464, replay off]
+    #[arg(long, env = "NEARDUP_LISTEN")]
+    pub listen: Option<String>,
+    /// Time to drain in-flight records on SIGTERM / SIGINT, e.g. 30s [default: 30s]
+    #[arg(long, env = "NEARDUP_GRACE_PERIOD", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub grace_period: Option<Duration>,
+    /// Records consumed but not yet acknowledged, at most [default: 512]
+    #[arg(long, env = "NEARDUP_MAX_IN_FLIGHT")]
+    pub max_in_flight: Option<usize>,
+    /// Leave the stripped text out of tagged records
+    #[arg(long, env = "NEARDUP_NO_TEXT", num_args = 0..=1, default_missing_value = "true")]
+    pub no_text: Option<bool>,
+    /// Largest input record in bytes; larger ones are dead letters [default: 67108864]
+    #[arg(long, env = "NEARDUP_MAX_RECORD_BYTES")]
+    pub max_record_bytes: Option<usize>,
+    /// Signing threads [default: the number of cores]
+    #[arg(long, env = "NEARDUP_JOBS")]
+    pub jobs: Option<usize>,
+    /// Logs: auto (JSON unless on a terminal), json or text [default: auto]
+    #[arg(long, env = "NEARDUP_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+impl StageOptions {
+    fn or(mut self, o: StageOptions) -> StageOptions {
+        or_fields!(self, o; index, listen, grace_period, max_in_flight, no_text,
+            max_record_bytes, jobs, log_format);
+        self
+    }
+}
+
+/// Settings of `neardup replay` (`[replay]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ReplayOptions {
+    /// Where to start: earliest, an RFC 3339 time, or topic:partition:offset,… [default: earliest]
+    #[arg(long, env = "NEARDUP_START")]
+    pub start: Option<String>,
+    /// Decide and count, produce nothing and leave the index unchanged
+    #[arg(long, env = "NEARDUP_DRY_RUN", num_args = 0..=1, default_missing_value = "true")]
+    pub dry_run: Option<bool>,
+}
+
+impl ReplayOptions {
+    fn or(mut self, o: ReplayOptions) -> ReplayOptions {
+        or_fields!(self, o; start, dry_run);
+        self
+    }
+}
+
+/// Kafka settings from the command line with the file underneath.
+pub fn kafka_options(cli: &KafkaOptions, file: &FileConfig) -> KafkaOptions {
+    cli.clone().or(file.kafka.clone())
+}
+
+/// Stage settings from the command line with the file underneath.
+pub fn stage_options(cli: &StageOptions, file: &FileConfig) -> StageOptions {
+    cli.clone().or(file.stage.clone())
+}
+
+/// Replay settings from the command line with the file underneath.
+pub fn replay_options(cli: &ReplayOptions, file: &FileConfig) -> ReplayOptions {
+    cli.clone().or(file.replay.clone())
 }
 
 /// Reads the TOML file, if one is given.

@@ -13,14 +13,19 @@
 //! - [`dedup`]: the [`dedup::Deduplicator`], the one entry point: page in, decision out
 //! - [`record`]: page, tagged and dead-letter records, mirroring `schemas/`
 //! - [`config`]: one validated configuration from flags, `NEARDUP_*` variables and a TOML file
-//! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `index`)
+//! - [`stage`]: the Kafka stage (`run`, `replay`): consumer, producer, offsets, replay
+//!   bounds, shutdown; it drives the Deduplicator and decides nothing itself
+//! - [`telemetry`]: metric names, the Prometheus recorder, the HTTP listener, logging
+//! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `bench`, `index`, `run`,
+//!   `replay`)
 //!
 //! # Architecture invariants
 //!
 //! - `text`, `signature` and `index` never touch the outside world beyond the index
 //!   directory they are handed: no network, no async runtime, no metrics, no environment
 //!   variables, no signals. They return typed errors and never panic on bad input.
-//! - Data flows one way: `cli` → `dedup` → `signature`/`text` and `index`.
+//! - Data flows one way: `cli` → (file or `stage`) → `dedup` → `signature`/`text` and
+//!   `index`. Kafka, tokio, HTTP and metrics live only in `stage`, `telemetry` and `cli`.
 //! - Every persisted or published format carries a version: the index has
 //!   [`index::FORMAT_VERSION`], records follow `schemas/*.v1.schema.json`.
 //! - Decisions for one index are made one at a time (`&mut Deduplicator`), so two
@@ -32,4 +37,6 @@ pub mod dedup;
 pub mod index;
 pub mod record;
 pub mod signature;
+pub mod stage;
+pub mod telemetry;
 pub mod text;

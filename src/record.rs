@@ -50,6 +50,8 @@ pub enum BadReason {
     InvalidFetchedAt,
     /// Larger than the configured record limit.
     TooLarge,
+    /// A Kafka record with no value or only whitespace.
+    EmptyRecord,
 }
 
 impl BadReason {
@@ -64,6 +66,7 @@ impl BadReason {
             BadReason::EmptyUrl => "empty_url",
             BadReason::InvalidFetchedAt => "invalid_fetched_at",
             BadReason::TooLarge => "too_large",
+            BadReason::EmptyRecord => "empty_record",
         }
     }
 }
@@ -194,8 +197,10 @@ pub struct DedupInfo {
     pub index_format: u32,
     /// Identifies the index parameters (CRC32 of their JSON, hex).
     pub params_id: String,
-    /// The id was decided before and this is the stored decision.
-    pub repeated: bool,
+    /// File mode: the id was decided before and this is the stored decision. The Kafka
+    /// stage leaves it out, so a redelivered record's output is byte-identical to the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<bool>,
 }
 
 /// A tagged record (output).
@@ -267,7 +272,7 @@ pub fn tagged(
             threshold: params.threshold,
             index_format: FORMAT_VERSION,
             params_id: params_id.to_string(),
-            repeated: outcome.repeated,
+            repeated: Some(outcome.repeated),
         },
     }
 }
@@ -305,8 +310,14 @@ pub struct DeadLetter {
     pub detail: String,
     /// Where the record came from.
     pub source: Source,
-    /// The original bytes, base64.
+    /// The original bytes, base64 (the first bytes only when `original_truncated`).
     pub original_base64: String,
+    /// Size of the original record in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_bytes: Option<u64>,
+    /// The original was cut to fit the output record limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_truncated: Option<bool>,
 }
 
 impl DeadLetter {
@@ -318,7 +329,28 @@ impl DeadLetter {
             detail: bad.detail.clone(),
             source,
             original_base64: base64::engine::general_purpose::STANDARD.encode(original),
+            original_bytes: Some(original.len() as u64),
+            original_truncated: None,
         }
+    }
+
+    /// A dead letter that fits in `max_json` bytes of JSON: the original is cut when needed
+    /// (and `original_truncated` set).
+    pub fn fitting(
+        bad: &BadRecord,
+        source: Source,
+        original: &[u8],
+        max_json: usize,
+    ) -> DeadLetter {
+        // base64 grows by 4/3; keep 4 KiB for the other fields
+        let room = max_json.saturating_sub(4096 + bad.detail.len() * 2) / 4 * 3;
+        if original.len() <= room {
+            return DeadLetter::new(bad, source, original);
+        }
+        let mut d = DeadLetter::new(bad, source, &original[..room]);
+        d.original_bytes = Some(original.len() as u64);
+        d.original_truncated = Some(true);
+        d
     }
 }
 

@@ -19,10 +19,10 @@ use super::input::{self, Line};
 use crate::config::{
     self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions,
 };
-use crate::dedup::{Deduplicator, PageRef};
+use crate::dedup::{Deduplicator, PageRef, Prepared};
 use crate::index::{DecisionKind, Index};
-use crate::record::{self, decode_page, BadRecord, DeadLetter, Source, ValidPage};
-use crate::signature::{Signed, Signer};
+use crate::record::{self, DeadLetter, Source};
+use crate::signature::Signer;
 
 /// Arguments of `neardup dedup`.
 #[derive(Args, Debug)]
@@ -78,32 +78,11 @@ pub struct Summary {
     pub mb_per_second: f64,
 }
 
-/// A decoded and signed line, or why it is bad.
-pub enum Prepared {
-    /// A valid page and its signatures.
-    Page(Box<(ValidPage, Signed)>),
-    /// A bad line.
-    Bad(BadRecord),
-    /// An empty line.
-    Blank,
-}
-
 /// Decodes and signs a batch on the current rayon pool, keeping the order.
 pub fn prepare(lines: &[Line], signer: &Signer, max_record_bytes: usize) -> Vec<Prepared> {
     lines
         .par_iter()
-        .map(|l| {
-            if l.bytes.iter().all(u8::is_ascii_whitespace) {
-                return Prepared::Blank;
-            }
-            match decode_page(&l.bytes, max_record_bytes) {
-                Ok(p) => {
-                    let signed = signer.sign(&p.page.html);
-                    Prepared::Page(Box::new((p, signed)))
-                }
-                Err(bad) => Prepared::Bad(bad),
-            }
-        })
+        .map(|l| crate::dedup::prepare(&l.bytes, signer, max_record_bytes).0)
         .collect()
 }
 

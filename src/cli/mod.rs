@@ -5,6 +5,7 @@ pub mod dedup;
 pub mod eval;
 pub mod index;
 pub mod input;
+pub mod run;
 pub mod sign;
 
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "neardup", version, about)]
 pub struct Cli {
-    /// TOML config file with [signature], [detect] and [dedup] sections
+    /// TOML config file with [signature], [detect], [dedup], [kafka], [stage] and [replay] sections
     #[arg(long, global = true, env = "NEARDUP_CONFIG")]
     pub config: Option<PathBuf>,
     /// The command.
@@ -38,6 +39,12 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Throughput of each stage of the signing path and of the whole decision path
     Bench(bench::BenchArgs),
+    /// The Kafka stage: consume pages, produce tagged records to the unique / duplicate
+    /// topics and bad records to the dead-letter topic, until SIGTERM
+    Run(run::RunArgs),
+    /// Replay a historical topic from earliest, a time or offsets to the end offsets seen at
+    /// start, then print a JSON summary
+    Replay(run::ReplayArgs),
     /// Operate on an index directory
     #[command(subcommand)]
     Index(index::IndexCommand),
@@ -51,6 +58,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Sign(a) => sign::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Bench(a) => bench::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Run(a) => run::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Replay(a) => run::replay(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
     }
 }

@@ -282,6 +282,13 @@ impl Index {
         Self::open(Box::new(RocksStore::open(dir)?), params)
     }
 
+    /// Copies the RocksDB index in `src` to the new directory `dst` (a checkpoint), leaving
+    /// `src` unchanged.
+    pub fn checkpoint(src: &Path, dst: &Path) -> Result<(), IndexError> {
+        RocksStore::checkpoint(src, dst)?;
+        Ok(())
+    }
+
     /// A fresh in-memory index.
     pub fn memory(params: IndexParams) -> Result<Index, IndexError> {
         Self::open(Box::new(MemoryStore::new()), params)

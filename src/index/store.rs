@@ -445,6 +445,21 @@ impl RocksStore {
         Ok(store)
     }
 
+    /// Writes a consistent copy of the database at `src` to the new directory `dst` (hard
+    /// links for the table files where the file system allows). The contents at `src` are
+    /// not changed.
+    pub fn checkpoint(src: &Path, dst: &Path) -> Result<(), StoreError> {
+        if !src.join("CURRENT").exists() {
+            return Err(StoreError::Corrupt(format!(
+                "{} is not an index directory",
+                src.display()
+            )));
+        }
+        let store = RocksStore::open(src)?;
+        rocksdb::checkpoint::Checkpoint::new(&store.db)?.create_checkpoint(dst)?;
+        Ok(())
+    }
+
     /// Directory of the database.
     pub fn path(&self) -> &Path {
         &self.path

@@ -1,0 +1,99 @@
+//! `neardup run` (the Kafka stage) and `neardup replay` (a bounded pass over a historical
+//! topic): build the validated settings, then hand over to [`crate::stage`].
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::config::{
+    self, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, SignatureOptions,
+    StageOptions,
+};
+use crate::stage::{self, Mode, StageSettings, StageSummary};
+
+/// Arguments of `neardup run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub kafka: KafkaOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub stage: StageOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub method: MethodOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub detect: DetectOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub signature: SignatureOptions,
+    /// Parse and validate the configuration, print it as JSON (secrets redacted) and exit
+    /// without connecting anywhere
+    #[arg(long)]
+    pub check_config: bool,
+}
+
+/// Arguments of `neardup replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub replay: ReplayOptions,
+}
+
+fn settings(
+    mode: Mode,
+    a: &RunArgs,
+    replay: &ReplayOptions,
+    file: &FileConfig,
+) -> Result<StageSettings> {
+    let params = config::index_params(
+        &a.signature,
+        &a.detect,
+        a.method.method,
+        a.method.threshold,
+        file,
+    )?;
+    StageSettings::resolve(
+        mode,
+        &config::kafka_options(&a.kafka, file),
+        &config::stage_options(&a.stage, file),
+        &config::replay_options(replay, file),
+        params,
+        config::retention(&a.detect, file),
+    )
+}
+
+fn go(s: StageSettings, check: bool) -> Result<Option<StageSummary>> {
+    if check {
+        stage::kafka::validate(&s)?;
+        println!("{}", s.redacted_json());
+        return Ok(None);
+    }
+    crate::telemetry::init_logging(s.log_format);
+    tracing::info!(config = %serde_json::to_string(&s).unwrap_or_default(), "starting");
+    stage::run(s).map(Some)
+}
+
+/// Runs `neardup run`.
+pub fn run(a: RunArgs, file: &FileConfig) -> Result<()> {
+    let s = settings(Mode::Run, &a, &ReplayOptions::default(), file)?;
+    if s.dry_run {
+        anyhow::bail!("dry-run is a replay setting; neardup run always produces");
+    }
+    go(s, a.check_config)?;
+    Ok(())
+}
+
+/// Runs `neardup replay` and prints its summary as JSON.
+pub fn replay(a: ReplayArgs, file: &FileConfig) -> Result<()> {
+    let s = settings(Mode::Replay, &a.run, &a.replay, file)?;
+    if let Some(summary) = go(s, a.run.check_config)? {
+        println!("{}", serde_json::to_string(&summary)?);
+    }
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! Kafka clients of the stage: their configuration, the client context (rebalances,
+//! statistics, errors → metrics and readiness) and the replay bounds.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use rdkafka::client::ClientContext;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::FutureProducer;
+use rdkafka::statistics::Statistics;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use tracing::{info, warn};
+
+use super::settings::{is_secret, StageSettings, Start};
+use crate::telemetry::{self as tm, Health};
+
+/// The stage's consumer.
+pub type StageConsumer = StreamConsumer<StageContext>;
+
+/// Client context: turns client events into metrics, logs and readiness.
+#[derive(Clone)]
+pub struct StageContext {
+    health: Arc<Health>,
+}
+
+impl StageContext {
+    /// A context reporting into `health`.
+    pub fn new(health: Arc<Health>) -> StageContext {
+        StageContext { health }
+    }
+}
+
+/// A short, bounded label for a client error.
+pub fn code(e: &KafkaError) -> String {
+    match e.rdkafka_error_code() {
+        Some(c) => format!("{c:?}"),
+        None => "other".into(),
+    }
+}
+
+impl ClientContext for StageContext {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => tracing::error!(facility = fac, "{log_message}"),
+            RDKafkaLogLevel::Warning => warn!(facility = fac, "{log_message}"),
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                info!(facility = fac, "{log_message}")
+            }
+            RDKafkaLogLevel::Debug => tracing::debug!(facility = fac, "{log_message}"),
+        }
+    }
+
+    fn stats(&self, stats: Statistics) {
+        for (topic, t) in &stats.topics {
+            for (p, part) in &t.partitions {
+                if *p >= 0 && part.consumer_lag >= 0 {
+                    metrics::gauge!(tm::CONSUMER_LAG, "topic" => topic.clone(), "partition" => p.to_string())
+                        .set(part.consumer_lag as f64);
+                }
+            }
+        }
+        // brokers answer again after an outage
+        let up = stats.brokers.values().any(|b| b.state == "UP");
+        if up && self.health.brokers_down.swap(false, Ordering::Relaxed) {
+            info!("brokers reachable again");
+            self.health.publish();
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        metrics::counter!(tm::KAFKA_ERRORS, "code" => code(&error)).increment(1);
+        if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
+            self.health.brokers_down.store(true, Ordering::Relaxed);
+            self.health.publish();
+        }
+        warn!(error = %error, reason, "kafka client error");
+    }
+}
+
+impl ConsumerContext for StageContext {
+    fn pre_rebalance(&self, _c: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            metrics::counter!(tm::REBALANCES, "kind" => "revoke").increment(1);
+            info!(partitions = tpl.count(), "partitions revoked");
+        }
+    }
+
+    fn post_rebalance(&self, c: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        match rebalance {
+            Rebalance::Assign(tpl) => {
+                metrics::counter!(tm::REBALANCES, "kind" => "assign").increment(1);
+                info!(partitions = tpl.count(), "partitions assigned");
+            }
+            Rebalance::Revoke(_) => {}
+            Rebalance::Error(e) => {
+                metrics::counter!(tm::REBALANCES, "kind" => "error").increment(1);
+                warn!(error = %e, "rebalance error");
+            }
+        }
+        let n = c.assignment().map(|a| a.count()).unwrap_or(0);
+        self.health.assigned.store(n, Ordering::Relaxed);
+        metrics::gauge!(tm::ASSIGNED_PARTITIONS).set(n as f64);
+        self.health.publish();
+    }
+}
+
+fn base_config(s: &StageSettings) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &s.brokers)
+        .set("client.id", format!("neardup-{}", std::process::id()))
+        .set("statistics.interval.ms", "5000");
+    c.set_log_level(RDKafkaLogLevel::Warning);
+    c
+}
+
+fn apply_user(c: &mut ClientConfig, s: &StageSettings) {
+    for (k, v) in &s.properties {
+        c.set(k, v);
+    }
+}
+
+fn describe(s: &StageSettings) -> String {
+    s.properties
+        .iter()
+        .map(|(k, v)| {
+            if is_secret(k) {
+                format!("{k}=<redacted>")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks the client properties offline: the client library accepts every name and value
+/// (nothing connects).
+pub fn validate(s: &StageSettings) -> Result<()> {
+    consumer_config(s)
+        .create_native_config()
+        .map_err(|e| anyhow::anyhow!("invalid consumer property: {e}"))?;
+    producer_config(s)
+        .create_native_config()
+        .map_err(|e| anyhow::anyhow!("invalid producer property: {e}"))?;
+    Ok(())
+}
+
+/// The consumer: manual offset store, auto commit of stored offsets.
+pub fn consumer(s: &StageSettings, ctx: StageContext) -> Result<StageConsumer> {
+    consumer_config(s).create_with_context(ctx).with_context(|| {
+        format!(
+            "cannot create the Kafka consumer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
+fn consumer_config(s: &StageSettings) -> ClientConfig {
+    let mut c = base_config(s);
+    c.set("group.id", &s.group_id)
+        .set("enable.auto.commit", "true")
+        .set("auto.commit.interval.ms", "1000")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "100")
+        .set(
+            "enable.partition.eof",
+            if s.mode == super::Mode::Replay {
+                "true"
+            } else {
+                "false"
+            },
+        );
+    apply_user(&mut c, s);
+    // properties meant for the producer only are not passed to the consumer
+    for k in PRODUCER_ONLY {
+        c.remove(k);
+    }
+    c
+}
+
+const PRODUCER_ONLY: &[&str] = &[
+    "linger.ms",
+    "queue.buffering.max.ms",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "batch.num.messages",
+    "batch.size",
+    "compression.type",
+    "compression.codec",
+    "compression.level",
+    "message.timeout.ms",
+    "delivery.timeout.ms",
+    "request.timeout.ms",
+    "retries",
+    "message.send.max.retries",
+    "retry.backoff.ms",
+    "max.in.flight.requests.per.connection",
+    "max.in.flight",
+    "partitioner",
+];
+
+const CONSUMER_ONLY: &[&str] = &[
+    "enable.auto.commit",
+    "auto.commit.interval.ms",
+    "auto.offset.reset",
+    "fetch.wait.max.ms",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+    "fetch.message.max.bytes",
+    "max.partition.fetch.bytes",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.interval.ms",
+    "partition.assignment.strategy",
+    "group.instance.id",
+    "group.protocol",
+    "queued.min.messages",
+    "queued.max.messages.kbytes",
+    "enable.partition.eof",
+    "check.crcs",
+];
+
+/// The producer: idempotent, `acks=all`.
+pub fn producer(s: &StageSettings, ctx: StageContext) -> Result<FutureProducer<StageContext>> {
+    producer_config(s).create_with_context(ctx).with_context(|| {
+        format!(
+            "cannot create the Kafka producer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
+fn producer_config(s: &StageSettings) -> ClientConfig {
+    let mut c = base_config(s);
+    c.set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5");
+    apply_user(&mut c, s);
+    for k in CONSUMER_ONLY {
+        c.remove(k);
+    }
+    c
+}
+
+/// Replay bounds: per partition, the offset to stop before (the end seen at start).
+#[derive(Debug, Default)]
+pub struct ReplayBounds {
+    parts: BTreeMap<(String, i32), Bound>,
+}
+
+#[derive(Debug)]
+struct Bound {
+    start: i64,
+    end: i64,
+    done: bool,
+}
+
+impl ReplayBounds {
+    /// Number of partitions replayed.
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// No partitions.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    /// Every partition reached its end.
+    pub fn all_done(&self) -> bool {
+        self.parts.values().all(|b| b.done)
+    }
+
+    /// Whether the record at `offset` is within the bounds; marks the partition done when
+    /// its last record is taken or passed.
+    pub fn take(&mut self, topic: &str, partition: i32, offset: i64) -> bool {
+        let Some(b) = self.parts.get_mut(&(topic.to_string(), partition)) else {
+            return false;
+        };
+        if b.done || offset >= b.end {
+            b.done = true;
+            return false;
+        }
+        if offset + 1 >= b.end {
+            b.done = true;
+        }
+        true
+    }
+
+    /// A partition reported its end: done if the end seen at start was reached.
+    pub fn eof(&mut self, partition: i32) {
+        // the EOF event carries no topic: only a partition number unique across topics can
+        // be marked; others finish when their last record is taken
+        let matching: Vec<_> = self
+            .parts
+            .iter()
+            .filter(|((_, p), _)| *p == partition)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if matching.len() == 1 {
+            // reaching the current end means every record before the start-time end was read
+            if let Some(b) = self.parts.get_mut(&matching[0]) {
+                b.done = true;
+            }
+        }
+    }
+
+    /// `topic:partition` → (start, end).
+    pub fn ranges(&self) -> BTreeMap<String, (i64, i64)> {
+        self.parts
+            .iter()
+            .map(|((t, p), b)| (format!("{t}:{p}"), (b.start, b.end)))
+            .collect()
+    }
+}
+
+/// Assigns every partition of the input topics at the replay start and reads the end
+/// offsets; returns the bounds.
+pub fn assign_replay(c: &StageConsumer, s: &StageSettings) -> Result<ReplayBounds> {
+    let timeout = Duration::from_secs(30);
+    let mut tpl = TopicPartitionList::new();
+    let mut bounds = ReplayBounds::default();
+    for topic in &s.input_topics {
+        let md = c
+            .fetch_metadata(Some(topic), timeout)
+            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
+        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+            bail!("topic {topic} does not exist");
+        };
+        if t.error().is_some() || t.partitions().is_empty() {
+            bail!("topic {topic} does not exist or has no partitions");
+        }
+        for p in t.partitions() {
+            let (low, high) = c
+                .fetch_watermarks(topic, p.id(), timeout)
+                .with_context(|| format!("cannot read the offsets of {topic}:{}", p.id()))?;
+            tpl.add_partition_offset(topic, p.id(), Offset::Beginning)?;
+            bounds.parts.insert(
+                (topic.clone(), p.id()),
+                Bound {
+                    start: low,
+                    end: high,
+                    done: high <= low,
+                },
+            );
+        }
+    }
+    match &s.start {
+        Start::Earliest => {}
+        Start::Offsets(list) => {
+            for (t, p, off) in list {
+                let Some(b) = bounds.parts.get_mut(&(t.clone(), *p)) else {
+                    bail!("start names {t}:{p}, which does not exist");
+                };
+                tpl.set_partition_offset(t, *p, Offset::Offset(*off))?;
+                b.start = (*off).max(b.start);
+                b.done = b.start >= b.end;
+            }
+        }
+        Start::Time(ms) => {
+            let mut q = TopicPartitionList::new();
+            for (t, p) in bounds.parts.keys() {
+                q.add_partition_offset(t, *p, Offset::Offset(*ms))?;
+            }
+            let found = c
+                .offsets_for_times(q, timeout)
+                .context("cannot look up the offsets of the start time")?;
+            for e in found.elements() {
+                let key = (e.topic().to_string(), e.partition());
+                let Some(b) = bounds.parts.get_mut(&key) else {
+                    continue;
+                };
+                match e.offset() {
+                    Offset::Offset(o) => {
+                        tpl.set_partition_offset(e.topic(), e.partition(), Offset::Offset(o))?;
+                        b.start = o;
+                        b.done = o >= b.end;
+                    }
+                    // no record at or after the time
+                    _ => {
+                        b.start = b.end;
+                        b.done = true;
+                    }
+                }
+            }
+        }
+    }
+    c.assign(&tpl)
+        .context("cannot assign the replay partitions")?;
+    for ((t, p), b) in &bounds.parts {
+        info!(topic = %t, partition = p, start = b.start, end = b.end, "replay bounds");
+    }
+    Ok(bounds)
+}

@@ -1,0 +1,435 @@
+//! The stage's validated settings, resolved from flags, `NEARDUP_*` variables and the file.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::config::{KafkaOptions, LogFormat, ReplayOptions, StageOptions};
+use crate::index::IndexParams;
+
+/// Client properties the stage sets itself: overriding them would break the delivery
+/// guarantees, so they are refused.
+pub const RESERVED_PROPERTIES: &[&str] = &[
+    "bootstrap.servers",
+    "group.id",
+    "enable.auto.offset.store",
+    "enable.idempotence",
+    "acks",
+    "request.required.acks",
+    "transactional.id",
+    "isolation.level",
+];
+
+/// Which command runs the stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// `neardup run`: a consumer group member, until stopped.
+    Run,
+    /// `neardup replay`: a bounded pass over a historical topic.
+    Replay,
+}
+
+/// Where a replay starts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// The earliest retained offset of every partition.
+    Earliest,
+    /// The first record at or after this time (Unix milliseconds).
+    Time(i64),
+    /// Explicit offsets; partitions not named start at the earliest offset.
+    Offsets(Vec<(String, i32, i64)>),
+}
+
+impl Start {
+    /// Parses `earliest`, an RFC 3339 time, or `topic:partition:offset,…`.
+    pub fn parse(s: &str) -> Result<Start> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("earliest") || s.is_empty() {
+            return Ok(Start::Earliest);
+        }
+        if let Ok(t) = humantime::parse_rfc3339_weak(s) {
+            let ms = t
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .context("a start time before 1970")?;
+            return Ok(Start::Time(ms));
+        }
+        let mut offsets = Vec::new();
+        for part in s.split(',') {
+            let mut it = part.trim().rsplitn(3, ':');
+            let (off, p, topic) = (it.next(), it.next(), it.next());
+            let (Some(off), Some(p), Some(topic)) = (off, p, topic) else {
+                bail!(
+                    "invalid start {part:?}: use earliest, an RFC 3339 time such as \
+                     2026-11-01T00:00:00Z, or topic:partition:offset[,…]"
+                );
+            };
+            let p: i32 = p
+                .parse()
+                .with_context(|| format!("invalid partition in start {part:?}"))?;
+            let off: i64 = off
+                .parse()
+                .with_context(|| format!("invalid offset in start {part:?}"))?;
+            if p < 0 || off < 0 {
+                bail!("invalid start {part:?}: partition and offset must be ≥ 0");
+            }
+            offsets.push((topic.to_string(), p, off));
+        }
+        Ok(Start::Offsets(offsets))
+    }
+}
+
+/// Everything `neardup run` and `neardup replay` need, validated.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageSettings {
+    /// The command.
+    pub mode: Mode,
+    /// Bootstrap brokers.
+    pub brokers: String,
+    /// Consumer group.
+    pub group_id: String,
+    /// Input topics.
+    pub input_topics: Vec<String>,
+    /// Output topic of unique and skipped records.
+    pub unique_topic: String,
+    /// Output topic of duplicates.
+    pub duplicate_topic: String,
+    /// Output topic of dead letters.
+    pub dead_letter_topic: String,
+    /// Client properties from flags, variables, the file and the properties file (in that
+    /// order of precedence). Serialized with secret values redacted.
+    #[serde(serialize_with = "redacted")]
+    pub properties: BTreeMap<String, String>,
+    /// Index directory.
+    pub index: PathBuf,
+    /// HTTP listener.
+    pub listen: Option<SocketAddr>,
+    /// Drain time on a stop signal.
+    #[serde(serialize_with = "as_secs")]
+    pub grace_period: Duration,
+    /// In-flight bound.
+    pub max_in_flight: usize,
+    /// Keep the stripped text in tagged records.
+    pub keep_text: bool,
+    /// Largest record.
+    pub max_record_bytes: usize,
+    /// Signing threads.
+    pub jobs: usize,
+    /// Log format.
+    pub log_format: LogFormat,
+    /// Index parameters.
+    pub params: IndexParams,
+    /// Retention window.
+    #[serde(serialize_with = "opt_secs")]
+    pub retention: Option<Duration>,
+    /// Replay start.
+    pub start: Start,
+    /// Replay without side effects.
+    pub dry_run: bool,
+}
+
+fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// Whether a client property holds a secret (its value is never logged or printed).
+pub fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "password",
+        "secret",
+        "key.pem",
+        "token",
+        "jaas",
+        "ssl.key",
+        "credential",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
+        && !k.ends_with(".location")
+}
+
+fn redacted<S: serde::Serializer>(p: &BTreeMap<String, String>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(p.len()))?;
+    for (k, v) in p {
+        if is_secret(k) {
+            m.serialize_entry(k, "<redacted>")?;
+        } else {
+            m.serialize_entry(k, v)?;
+        }
+    }
+    m.end()
+}
+
+/// A Kafka topic name: 1–249 of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn valid_topic(t: &str) -> bool {
+    !t.is_empty()
+        && t.len() <= 249
+        && t != "."
+        && t != ".."
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn parse_property(kv: &str, origin: &str) -> Result<(String, String)> {
+    let Some((k, v)) = kv.split_once('=') else {
+        bail!("invalid client property in {origin}: expected KEY=VALUE");
+    };
+    let k = k.trim();
+    if k.is_empty()
+        || !k
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+    {
+        bail!("invalid client property name {k:?} in {origin}");
+    }
+    if RESERVED_PROPERTIES.contains(&k) {
+        bail!(
+            "client property {k} in {origin} is set by neardup itself and cannot be overridden \
+             (use --brokers / --group-id for the servers and the group)"
+        );
+    }
+    Ok((k.to_string(), v.trim().to_string()))
+}
+
+impl StageSettings {
+    /// Resolves and validates the settings; `kafka`, `stage` and `replay` already carry the
+    /// file's values underneath the flags.
+    pub fn resolve(
+        mode: Mode,
+        kafka: &KafkaOptions,
+        stage: &StageOptions,
+        replay: &ReplayOptions,
+        params: IndexParams,
+        retention: Option<Duration>,
+    ) -> Result<StageSettings> {
+        let brokers = kafka
+            .brokers
+            .clone()
+            .unwrap_or_else(|| "127.0.0.1:9092".into());
+        if brokers.split(',').any(|b| b.trim().is_empty()) {
+            bail!("brokers must be host:port[,host:port…] (got {brokers:?})");
+        }
+        let group_id = kafka.group_id.clone().unwrap_or_else(|| match mode {
+            Mode::Run => "neardup".into(),
+            Mode::Replay => "neardup-replay".into(),
+        });
+        if group_id.trim().is_empty() {
+            bail!("group-id must not be empty");
+        }
+        let input_topics = kafka
+            .input_topics
+            .clone()
+            .unwrap_or_else(|| vec!["pages".into()]);
+        let unique_topic = kafka
+            .unique_topic
+            .clone()
+            .unwrap_or_else(|| "pages-unique".into());
+        let duplicate_topic = kafka
+            .duplicate_topic
+            .clone()
+            .unwrap_or_else(|| "pages-duplicate".into());
+        let dead_letter_topic = kafka
+            .dead_letter_topic
+            .clone()
+            .unwrap_or_else(|| "pages-dead-letter".into());
+        if input_topics.is_empty() {
+            bail!("input-topics must name at least one topic");
+        }
+        for t in input_topics
+            .iter()
+            .chain([&unique_topic, &duplicate_topic, &dead_letter_topic])
+        {
+            if !valid_topic(t) {
+                bail!("invalid topic name {t:?}: 1–249 characters of A-Z a-z 0-9 . _ -");
+            }
+        }
+        for out in [&unique_topic, &duplicate_topic, &dead_letter_topic] {
+            if input_topics.contains(out) {
+                bail!("output topic {out} is also an input topic: the stage would read its own output");
+            }
+        }
+
+        let mut properties = BTreeMap::new();
+        if let Some(path) = &kafka.kafka_properties_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read kafka-properties-file {}", path.display()))?;
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let origin = format!("{} line {}", path.display(), n + 1);
+                let (k, v) = parse_property(line, &origin)?;
+                properties.insert(k, v);
+            }
+        }
+        for kv in kafka.kafka_property.iter().flatten() {
+            if kv.trim().is_empty() {
+                continue;
+            }
+            let (k, v) = parse_property(kv, "kafka-property")?;
+            properties.insert(k, v);
+        }
+
+        let listen = match stage.listen.as_deref().map(str::trim) {
+            Some("off") | Some("") => None,
+            Some(a) => Some(
+                a.parse::<SocketAddr>()
+                    .with_context(|| format!("invalid listen address {a:?}: use IP:PORT or off"))?,
+            ),
+            None => match mode {
+                Mode::Run => Some("0.0.0.0:9464".parse().expect("static address")),
+                Mode::Replay => None,
+            },
+        };
+        let max_in_flight = stage.max_in_flight.unwrap_or(512);
+        if max_in_flight == 0 {
+            bail!("max-in-flight must be at least 1");
+        }
+        let jobs = stage
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        if jobs == 0 {
+            bail!("jobs must be at least 1");
+        }
+        let max_record_bytes = stage.max_record_bytes.unwrap_or(64 << 20);
+        if max_record_bytes == 0 {
+            bail!("max-record-bytes must be at least 1");
+        }
+        let start = Start::parse(replay.start.as_deref().unwrap_or("earliest"))?;
+        if let Start::Offsets(o) = &start {
+            if let Some((t, _, _)) = o.iter().find(|(t, _, _)| !input_topics.contains(t)) {
+                bail!("start names topic {t}, which is not an input topic");
+            }
+        }
+        Ok(StageSettings {
+            mode,
+            brokers,
+            group_id,
+            input_topics,
+            unique_topic,
+            duplicate_topic,
+            dead_letter_topic,
+            properties,
+            index: stage
+                .index
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("neardup-index")),
+            listen,
+            grace_period: stage.grace_period.unwrap_or(Duration::from_secs(30)),
+            max_in_flight,
+            keep_text: !stage.no_text.unwrap_or(false),
+            max_record_bytes,
+            jobs,
+            log_format: stage.log_format.unwrap_or_default(),
+            params,
+            retention,
+            start,
+            dry_run: replay.dry_run.unwrap_or(false),
+        })
+    }
+
+    /// The settings as JSON, secret property values redacted.
+    pub fn redacted_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(k: KafkaOptions, s: StageOptions, r: ReplayOptions) -> Result<StageSettings> {
+        StageSettings::resolve(Mode::Run, &k, &s, &r, IndexParams::default(), None)
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        let s = resolve(Default::default(), Default::default(), Default::default()).unwrap();
+        assert_eq!(s.input_topics, vec!["pages"]);
+        assert_eq!(s.listen, Some("0.0.0.0:9464".parse().unwrap()));
+        assert_eq!(s.start, Start::Earliest);
+        let bad_topic = KafkaOptions {
+            input_topics: Some(vec!["pa ges".into()]),
+            ..Default::default()
+        };
+        assert!(resolve(bad_topic, Default::default(), Default::default()).is_err());
+        let loop_topic = KafkaOptions {
+            unique_topic: Some("pages".into()),
+            ..Default::default()
+        };
+        let e = resolve(loop_topic, Default::default(), Default::default()).unwrap_err();
+        assert!(e.to_string().contains("own output"), "{e}");
+        let reserved = KafkaOptions {
+            kafka_property: Some(vec!["enable.auto.offset.store=true".into()]),
+            ..Default::default()
+        };
+        assert!(resolve(reserved, Default::default(), Default::default()).is_err());
+        let zero = StageOptions {
+            max_in_flight: Some(0),
+            ..Default::default()
+        };
+        assert!(resolve(Default::default(), zero, Default::default()).is_err());
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_files_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("client.properties");
+        std::fs::write(
+            &f,
+            "# credentials\nsasl.username=crawler\nsasl.password=hunter2\n",
+        )
+        .unwrap();
+        let k = KafkaOptions {
+            kafka_property: Some(vec![
+                "security.protocol=SASL_SSL".into(),
+                "ssl.key.password=s3cret".into(),
+                "ssl.ca.location=/etc/ca.pem".into(),
+            ]),
+            kafka_properties_file: Some(f),
+            ..Default::default()
+        };
+        let s = resolve(k, Default::default(), Default::default()).unwrap();
+        assert_eq!(s.properties["sasl.password"], "hunter2");
+        let json = s.redacted_json();
+        assert!(
+            !json.contains("hunter2") && !json.contains("s3cret"),
+            "{json}"
+        );
+        assert!(
+            json.contains("crawler") && json.contains("/etc/ca.pem"),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn start_positions() {
+        assert_eq!(Start::parse("earliest").unwrap(), Start::Earliest);
+        assert_eq!(
+            Start::parse("2026-11-01T00:00:00Z").unwrap(),
+            Start::Time(1_793_491_200_000)
+        );
+        assert_eq!(
+            Start::parse("pages:0:10,pages:2:5").unwrap(),
+            Start::Offsets(vec![("pages".into(), 0, 10), ("pages".into(), 2, 5)])
+        );
+        assert!(Start::parse("pages:x:1").is_err());
+        assert!(Start::parse("yesterday").is_err());
+    }
+}

@@ -1,0 +1,319 @@
+//! Metric names, the Prometheus recorder, the HTTP listener (`/metrics`, `/healthz`,
+//! `/readyz`) and logging. Only the I/O shell (`stage`, `cli`) uses this module.
+//!
+//! Every metric the stage exports is named here, with its unit in the name and its labels
+//! in the doc comment; the README lists the same table.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::config::LogFormat;
+
+/// Counter, labels `topic`: records consumed.
+pub const RECORDS_IN: &str = "neardup_records_in_total";
+/// Counter, labels `topic`, `decision` (unique, duplicate, skipped, dead_letter): records
+/// produced and acknowledged.
+pub const RECORDS_OUT: &str = "neardup_records_out_total";
+/// Counter, labels `reason`: dead letters.
+pub const DEAD_LETTERS: &str = "neardup_dead_letters_total";
+/// Counter: records whose id was decided before (the stored decision was repeated).
+pub const REPEATED_IDS: &str = "neardup_repeated_ids_total";
+/// Histogram, labels `stage` (decode, strip, sign, lookup, produce): seconds per record.
+pub const STAGE_SECONDS: &str = "neardup_stage_duration_seconds";
+/// Histogram: seconds from consuming a record to its output being acknowledged.
+pub const RECORD_SECONDS: &str = "neardup_record_duration_seconds";
+/// Gauge: records consumed and not yet acknowledged.
+pub const IN_FLIGHT: &str = "neardup_in_flight_records";
+/// Gauge: documents in the index.
+pub const INDEX_DOCUMENTS: &str = "neardup_index_documents";
+/// Gauge, labels `family`: keys per RocksDB column family (an estimate).
+pub const INDEX_KEYS: &str = "neardup_index_keys";
+/// Gauge, labels `family`: bytes per RocksDB column family (live data and memtables).
+pub const INDEX_BYTES: &str = "neardup_index_bytes";
+/// Counter: index entries removed by the retention window.
+pub const INDEX_EXPIRED: &str = "neardup_index_expired_total";
+/// Gauge, labels `topic`, `partition`: consumer lag in records, from the client statistics.
+pub const CONSUMER_LAG: &str = "neardup_consumer_lag_records";
+/// Counter, labels `kind` (assign, revoke, error): consumer group rebalances.
+pub const REBALANCES: &str = "neardup_rebalances_total";
+/// Gauge: partitions assigned to this process.
+pub const ASSIGNED_PARTITIONS: &str = "neardup_assigned_partitions";
+/// Counter, labels `code`: errors reported by the Kafka client.
+pub const KAFKA_ERRORS: &str = "neardup_kafka_errors_total";
+/// Gauge: 1 when the stage is ready (index open, partitions assigned, brokers reachable).
+pub const READY: &str = "neardup_ready";
+/// Gauge: 1 after a fatal error (the stage stops consuming and drains).
+pub const FAILED: &str = "neardup_failed";
+
+/// Every metric: name, type, help. The README's table is checked against this list.
+pub const METRICS: &[(&str, &str, &str)] = &[
+    (RECORDS_IN, "counter", "Records consumed, by topic."),
+    (
+        RECORDS_OUT,
+        "counter",
+        "Records produced and acknowledged, by output topic and decision.",
+    ),
+    (DEAD_LETTERS, "counter", "Dead letters, by reason."),
+    (
+        REPEATED_IDS,
+        "counter",
+        "Records whose id was decided before (stored decision repeated).",
+    ),
+    (
+        STAGE_SECONDS,
+        "histogram",
+        "Seconds per record in each stage: decode, strip, sign, lookup, produce.",
+    ),
+    (
+        RECORD_SECONDS,
+        "histogram",
+        "Seconds from consuming a record to its output being acknowledged.",
+    ),
+    (
+        IN_FLIGHT,
+        "gauge",
+        "Records consumed and not yet acknowledged.",
+    ),
+    (INDEX_DOCUMENTS, "gauge", "Documents in the index."),
+    (
+        INDEX_KEYS,
+        "gauge",
+        "Keys per index column family (estimate).",
+    ),
+    (
+        INDEX_BYTES,
+        "gauge",
+        "Bytes per index column family (live data and memtables).",
+    ),
+    (
+        INDEX_EXPIRED,
+        "counter",
+        "Index entries removed by the retention window.",
+    ),
+    (
+        CONSUMER_LAG,
+        "gauge",
+        "Consumer lag in records, by topic and partition.",
+    ),
+    (REBALANCES, "counter", "Consumer group rebalances, by kind."),
+    (
+        ASSIGNED_PARTITIONS,
+        "gauge",
+        "Partitions assigned to this process.",
+    ),
+    (
+        KAFKA_ERRORS,
+        "counter",
+        "Errors reported by the Kafka client, by code.",
+    ),
+    (READY, "gauge", "1 when the stage is ready."),
+    (FAILED, "gauge", "1 after a fatal error."),
+];
+
+/// Histogram buckets in seconds (100 µs to 30 s).
+const BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0,
+];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder (once) and returns its handle.
+pub fn metrics_handle() -> Result<PrometheusHandle> {
+    if let Some(h) = HANDLE.get() {
+        return Ok(h.clone());
+    }
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), BUCKETS)
+        .context("metric buckets")?
+        .build_recorder();
+    let handle = recorder.handle();
+    if metrics::set_global_recorder(recorder).is_ok() {
+        for (name, kind, help) in METRICS {
+            match *kind {
+                "counter" => metrics::describe_counter!(*name, *help),
+                "gauge" => metrics::describe_gauge!(*name, *help),
+                _ => metrics::describe_histogram!(*name, metrics::Unit::Seconds, *help),
+            }
+        }
+    }
+    Ok(HANDLE.get_or_init(|| handle).clone())
+}
+
+/// What `/healthz` and `/readyz` answer.
+#[derive(Debug, Default)]
+pub struct Health {
+    /// The index is open.
+    pub index_open: AtomicBool,
+    /// Partitions assigned.
+    pub assigned: AtomicUsize,
+    /// The brokers answered lately (cleared when the client reports all brokers down).
+    pub brokers_down: AtomicBool,
+    /// Draining after a stop signal.
+    pub draining: AtomicBool,
+    /// A fatal error happened (the index cannot be written, a record cannot be produced).
+    pub failed: AtomicBool,
+}
+
+impl Health {
+    /// Ready: index open, partitions assigned, brokers reachable, not draining or failed.
+    pub fn ready(&self) -> bool {
+        self.index_open.load(Ordering::Relaxed)
+            && self.assigned.load(Ordering::Relaxed) > 0
+            && !self.brokers_down.load(Ordering::Relaxed)
+            && !self.draining.load(Ordering::Relaxed)
+            && !self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Updates the readiness gauge.
+    pub fn publish(&self) {
+        metrics::gauge!(READY).set(if self.ready() { 1.0 } else { 0.0 });
+        metrics::gauge!(FAILED).set(if self.failed.load(Ordering::Relaxed) {
+            1.0
+        } else {
+            0.0
+        });
+    }
+
+    /// Why the stage is not ready, for `/readyz`.
+    pub fn reason(&self) -> &'static str {
+        if self.failed.load(Ordering::Relaxed) {
+            "failed"
+        } else if self.draining.load(Ordering::Relaxed) {
+            "draining"
+        } else if !self.index_open.load(Ordering::Relaxed) {
+            "index not open"
+        } else if self.brokers_down.load(Ordering::Relaxed) {
+            "brokers unreachable"
+        } else if self.assigned.load(Ordering::Relaxed) == 0 {
+            "no partitions assigned"
+        } else {
+            "ready"
+        }
+    }
+}
+
+/// Binds the HTTP listener.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` (GET or HEAD) until the task is dropped.
+/// Anything else gets 404 or 405; requests are read with a size limit and a timeout.
+pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: PrometheusHandle) {
+    loop {
+        let Ok((sock, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        let (health, metrics) = (Arc::clone(&health), metrics.clone());
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(10), answer(sock, &health, &metrics))
+                .await;
+        });
+    }
+}
+
+async fn answer(mut sock: TcpStream, health: &Health, metrics: &PrometheusHandle) -> Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
+        if buf.len() > 16 * 1024 {
+            return respond(&mut sock, 431, "text/plain", b"request too large\n", false).await;
+        }
+        let n = sock.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let head = method == "HEAD";
+    if method != "GET" && !head {
+        return respond(&mut sock, 405, "text/plain", b"only GET and HEAD\n", head).await;
+    }
+    match path {
+        "/healthz" => respond(&mut sock, 200, "text/plain", b"ok\n", head).await,
+        "/readyz" => {
+            health.publish();
+            let body = format!("{}\n", health.reason());
+            let code = if health.ready() { 200 } else { 503 };
+            respond(&mut sock, code, "text/plain", body.as_bytes(), head).await
+        }
+        "/metrics" => {
+            health.publish();
+            metrics.run_upkeep();
+            let body = metrics.render();
+            respond(
+                &mut sock,
+                200,
+                "text/plain; version=0.0.4",
+                body.as_bytes(),
+                head,
+            )
+            .await
+        }
+        _ => respond(&mut sock, 404, "text/plain", b"not found\n", head).await,
+    }
+}
+
+async fn respond(
+    sock: &mut TcpStream,
+    code: u16,
+    ctype: &str,
+    body: &[u8],
+    head: bool,
+) -> Result<()> {
+    let status = match code {
+        200 => "OK",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        431 => "Request Header Fields Too Large",
+        _ => "Service Unavailable",
+    };
+    let header = format!(
+        "HTTP/1.1 {code} {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(header.as_bytes()).await?;
+    if !head {
+        sock.write_all(body).await?;
+    }
+    sock.shutdown().await?;
+    Ok(())
+}
+
+/// Sets up logging on stderr: JSON lines unless `format` is text or (auto) stderr is a
+/// terminal. The level comes from `RUST_LOG` (default `info`).
+pub fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = match format {
+        LogFormat::Json => true,
+        LogFormat::Text => false,
+        LogFormat::Auto => !std::io::stderr().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // a second call (tests) keeps the first subscriber
+    let _ = if json {
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder.try_init()
+    };
+}

@@ -15,3 +15,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+# The broker tests run against a real Kafka-protocol broker: tansu with SQLite storage,
+# built with cargo (about 20 minutes on two cores the first time; skipped when installed).
+if ! tansu --version >/dev/null 2>&1 && ! "$HOME/.cargo/bin/tansu" --version >/dev/null 2>&1; then
+  cargo install tansu@0.6.0 --locked --features libsql
+fi

@@ -155,13 +155,15 @@ pub fn validate(s: &StageSettings) -> Result<()> {
 
 /// The consumer: manual offset store, auto commit of stored offsets.
 pub fn consumer(s: &StageSettings, ctx: StageContext) -> Result<StageConsumer> {
-    consumer_config(s).create_with_context(ctx).with_context(|| {
-        format!(
-            "cannot create the Kafka consumer (brokers {}, properties: {})",
-            s.brokers,
-            describe(s)
-        )
-    })
+    consumer_config(s)
+        .create_with_context(ctx)
+        .with_context(|| {
+            format!(
+                "cannot create the Kafka consumer (brokers {}, properties: {})",
+                s.brokers,
+                describe(s)
+            )
+        })
 }
 
 fn consumer_config(s: &StageSettings) -> ClientConfig {
@@ -232,13 +234,15 @@ const CONSUMER_ONLY: &[&str] = &[
 
 /// The producer: idempotent, `acks=all`.
 pub fn producer(s: &StageSettings, ctx: StageContext) -> Result<FutureProducer<StageContext>> {
-    producer_config(s).create_with_context(ctx).with_context(|| {
-        format!(
-            "cannot create the Kafka producer (brokers {}, properties: {})",
-            s.brokers,
-            describe(s)
-        )
-    })
+    producer_config(s)
+        .create_with_context(ctx)
+        .with_context(|| {
+            format!(
+                "cannot create the Kafka producer (brokers {}, properties: {})",
+                s.brokers,
+                describe(s)
+            )
+        })
 }
 
 fn producer_config(s: &StageSettings) -> ClientConfig {

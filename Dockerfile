@@ -1,0 +1,40 @@
+# syntax=docker/dockerfile:1
+# The neardup image: the binary on a slim Debian base, run as a non-root user.
+#   docker build -t neardup:0.1.0 .
+# The Helm chart (helm/neardup) runs it with a read-only root filesystem as uid 10001; the
+# index lives on a volume and /tmp is an emptyDir.
+
+ARG RUST_VERSION=1.95
+ARG DEBIAN_RELEASE=bookworm
+
+FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
+# RocksDB: bindgen needs libclang, the library itself a C++ compiler and make/cmake.
+# librdkafka: OpenSSL (TLS, SASL SCRAM) and zlib, found through pkg-config.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libclang-dev g++ make cmake pkg-config libssl-dev zlib1g-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# The registry and the target directory are build caches: a rebuild after a source change
+# recompiles neardup only, not RocksDB and librdkafka.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin neardup \
+ && install -D -m 0755 target/release/neardup /out/neardup
+
+FROM debian:${DEBIAN_RELEASE}-slim AS runtime
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g libstdc++6 \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 neardup \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/neardup --no-create-home \
+      --shell /usr/sbin/nologin neardup \
+ && install -d -o 10001 -g 10001 -m 0750 /var/lib/neardup
+COPY --from=build /out/neardup /usr/local/bin/neardup
+USER 10001:10001
+WORKDIR /var/lib/neardup
+# /metrics, /healthz and /readyz of `neardup run`.
+EXPOSE 9464
+ENTRYPOINT ["/usr/local/bin/neardup"]
+CMD ["--help"]

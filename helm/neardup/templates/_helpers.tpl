@@ -1,0 +1,419 @@
+{{/*
+Name of the chart, or nameOverride.
+*/}}
+{{- define "neardup.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Full name of the objects: fullnameOverride, or release-name (the release name alone when it
+already contains the name). Truncated to 63 characters (DNS labels).
+*/}}
+{{- define "neardup.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Chart name and version, for the helm.sh/chart label.
+*/}}
+{{- define "neardup.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Selector labels (stable for the life of the release).
+*/}}
+{{- define "neardup.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "neardup.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+Standard labels of every object.
+*/}}
+{{- define "neardup.labels" -}}
+helm.sh/chart: {{ include "neardup.chart" . }}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "neardup.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: neardup
+{{- end -}}
+
+{{/*
+Selector labels of the stage pods.
+*/}}
+{{- define "neardup.stageSelectorLabels" -}}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/component: stage
+{{- end -}}
+
+{{/*
+Name of the ServiceAccount of the pods.
+*/}}
+{{- define "neardup.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "neardup.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Image tag and reference.
+*/}}
+{{- define "neardup.imageTag" -}}
+{{- default .Chart.AppVersion .Values.image.tag -}}
+{{- end -}}
+{{- define "neardup.image" -}}
+{{- printf "%s:%s" .Values.image.repository (include "neardup.imageTag" .) -}}
+{{- end -}}
+
+{{/*
+Name of the StatefulSet: at most 52 characters, as its pods carry a controller-revision-hash
+label of the name plus 11 characters.
+*/}}
+{{- define "neardup.statefulSetName" -}}
+{{- include "neardup.fullname" . | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Names of the headless (governing) Service and of the ConfigMap.
+*/}}
+{{- define "neardup.headlessName" -}}
+{{- printf "%s-headless" (include "neardup.fullname" . | trunc 54 | trimSuffix "-") -}}
+{{- end -}}
+{{- define "neardup.configMapName" -}}
+{{- printf "%s-config" (include "neardup.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+Paths inside the containers. The config, the credentials and the TLS material are mounted
+side by side, never one inside another.
+*/}}
+{{- define "neardup.configDir" -}}/etc/neardup/config{{- end -}}
+{{- define "neardup.configFile" -}}{{ include "neardup.configDir" . }}/neardup.toml{{- end -}}
+{{- define "neardup.kafkaDir" -}}/etc/neardup/kafka{{- end -}}
+{{- define "neardup.kafkaPropertiesFile" -}}{{ include "neardup.kafkaDir" . }}/kafka.properties{{- end -}}
+{{- define "neardup.tlsDir" -}}/etc/neardup/tls{{- end -}}
+{{- define "neardup.indexDir" -}}{{ trimSuffix "/" .Values.persistence.mountPath }}/index{{- end -}}
+
+{{/*
+Lines `key = value` of a TOML section from a map of camelCase keys. Null values, empty strings
+and empty lists are left out (the binary's default applies). Values are written as JSON, which
+is valid TOML for strings, numbers, booleans and lists of them.
+*/}}
+{{- define "neardup.tomlKeys" -}}
+{{- range $k, $v := . }}
+{{- $skip := kindIs "invalid" $v }}
+{{- if kindIs "string" $v }}{{ $skip = eq $v "" }}{{ end }}
+{{- if kindIs "slice" $v }}{{ $skip = eq (len $v) 0 }}{{ end }}
+{{- if not $skip }}
+{{ kebabcase $k }} = {{ toJson $v }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The Kafka client properties of the [kafka] section: the non-secret properties from values,
+then the locations of the mounted TLS material.
+*/}}
+{{- define "neardup.kafkaProperties" -}}
+{{- $props := list -}}
+{{- range $k, $v := .Values.kafka.properties -}}
+{{- if kindIs "string" $v -}}
+{{- $props = append $props (printf "%s=%s" $k $v) -}}
+{{- else -}}
+{{- $props = append $props (printf "%s=%s" $k (toJson $v)) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.kafka.tls -}}
+{{- if .existingSecret -}}
+{{- if .caKey -}}
+{{- $props = append $props (printf "ssl.ca.location=%s/ca.crt" (include "neardup.tlsDir" $)) -}}
+{{- end -}}
+{{- if .certKey -}}
+{{- $props = append $props (printf "ssl.certificate.location=%s/tls.crt" (include "neardup.tlsDir" $)) -}}
+{{- end -}}
+{{- if .keyKey -}}
+{{- $props = append $props (printf "ssl.key.location=%s/tls.key" (include "neardup.tlsDir" $)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $props -}}
+{{- end -}}
+
+{{/*
+The config file of the stage and of the replay (the same TOML file the binary reads with
+--config). Validated by `neardup run --check-config` in scripts/check-helm.sh.
+*/}}
+{{- define "neardup.config" -}}
+# neardup config, rendered by the chart {{ include "neardup.chart" . }} from its values.
+[signature]
+{{- include "neardup.tomlKeys" (omit .Values.config.signature "stopwords") }}
+{{- if .Values.config.signature.stopwords }}
+stopwords-file = {{ printf "%s/stopwords.txt" (include "neardup.configDir" .) | toJson }}
+{{- end }}
+
+[detect]
+{{- include "neardup.tomlKeys" .Values.config.detect }}
+
+[kafka]
+brokers = {{ .Values.kafka.brokers | toJson }}
+group-id = {{ .Values.kafka.groupId | toJson }}
+input-topics = {{ .Values.kafka.inputTopics | toJson }}
+unique-topic = {{ .Values.kafka.uniqueTopic | toJson }}
+duplicate-topic = {{ .Values.kafka.duplicateTopic | toJson }}
+dead-letter-topic = {{ .Values.kafka.deadLetterTopic | toJson }}
+{{- $props := include "neardup.kafkaProperties" . | fromJsonArray }}
+{{- if $props }}
+kafka-property = [
+{{- range $props }}
+  {{ toJson . }},
+{{- end }}
+]
+{{- end }}
+{{- if .Values.kafka.existingSecret }}
+kafka-properties-file = {{ include "neardup.kafkaPropertiesFile" . | toJson }}
+{{- end }}
+
+[stage]
+index = {{ include "neardup.indexDir" . | toJson }}
+listen = {{ printf "0.0.0.0:%d" (int .Values.containerPort) | toJson }}
+grace-period = {{ printf "%ds" (int .Values.gracePeriodSeconds) | toJson }}
+{{- include "neardup.tomlKeys" (omit .Values.config.stage "jobs") }}
+{{- if gt (int .Values.config.stage.jobs) 0 }}
+jobs = {{ int .Values.config.stage.jobs }}
+{{- end }}
+{{ end -}}
+
+{{/*
+Volumes of the config, the credentials and the TLS material, shared by the stage and the
+replay pods. Secret volumes list their items, so only the named keys are mounted.
+*/}}
+{{- define "neardup.configVolumes" -}}
+- name: config
+  configMap:
+    name: {{ include "neardup.configMapName" . }}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- if .Values.kafka.existingSecret }}
+- name: kafka-credentials
+  secret:
+    secretName: {{ .Values.kafka.existingSecret }}
+    defaultMode: 288 # 0440: owner and group (fsGroup) read
+    items:
+      - key: {{ .Values.kafka.existingSecretKey }}
+        path: kafka.properties
+{{- end }}
+{{- with .Values.kafka.tls }}
+{{- if .existingSecret }}
+- name: kafka-tls
+  secret:
+    secretName: {{ .existingSecret }}
+    defaultMode: 288 # 0440: owner and group (fsGroup) read
+    items:
+      {{- if .caKey }}
+      - key: {{ .caKey }}
+        path: ca.crt
+      {{- end }}
+      {{- if .certKey }}
+      - key: {{ .certKey }}
+        path: tls.crt
+      {{- end }}
+      {{- if .keyKey }}
+      - key: {{ .keyKey }}
+        path: tls.key
+      {{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "neardup.configMounts" -}}
+- name: config
+  mountPath: {{ include "neardup.configDir" . }}
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.kafka.existingSecret }}
+- name: kafka-credentials
+  mountPath: {{ include "neardup.kafkaDir" . }}
+  readOnly: true
+{{- end }}
+{{- if .Values.kafka.tls.existingSecret }}
+- name: kafka-tls
+  mountPath: {{ include "neardup.tlsDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+Checks of values the schema cannot express.
+*/}}
+{{- define "neardup.validate" -}}
+{{- with .Values.kafka.tls -}}
+{{- if and .existingSecret (not (or .caKey .certKey .keyKey)) -}}
+{{- fail "kafka.tls.existingSecret is set but none of kafka.tls.caKey, certKey, keyKey" -}}
+{{- end -}}
+{{- if ne (empty .certKey) (empty .keyKey) -}}
+{{- fail "kafka.tls.certKey and kafka.tls.keyKey go together (mutual TLS needs both)" -}}
+{{- end -}}
+{{- if .existingSecret -}}
+{{- range $key := list "ssl.ca.location" "ssl.certificate.location" "ssl.key.location" -}}
+{{- if hasKey $.Values.kafka.properties $key -}}
+{{- fail (printf "kafka.properties.%s is set by the chart from kafka.tls: leave it out" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $out := list .Values.kafka.uniqueTopic .Values.kafka.duplicateTopic .Values.kafka.deadLetterTopic -}}
+{{- if has $out $.Values.kafka.inputTopics -}}
+{{- fail (printf "output topic %s is also in kafka.inputTopics: the stage would read its own output" $out) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.replay -}}
+{{- if .enabled -}}
+{{- $inputs := default $.Values.kafka.inputTopics .inputTopics -}}
+{{- range $out := list (default $.Values.kafka.uniqueTopic .uniqueTopic) (default $.Values.kafka.duplicateTopic .duplicateTopic) (default $.Values.kafka.deadLetterTopic .deadLetterTopic) -}}
+{{- if has $out $inputs -}}
+{{- fail (printf "replay output topic %s is also a replay input topic" $out) -}}
+{{- end -}}
+{{- end -}}
+{{- if regexMatch "^[a-zA-Z0-9._-]+:[0-9]+:[0-9]+(,[a-zA-Z0-9._-]+:[0-9]+:[0-9]+)*$" .start -}}
+{{- range $part := splitList "," .start -}}
+{{- $topic := first (splitList ":" $part) -}}
+{{- if not (has $topic $inputs) -}}
+{{- fail (printf "replay.start names topic %s, which is not a replay input topic" $topic) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.replay.enabled (eq .Values.replay.groupId .Values.kafka.groupId) -}}
+{{- fail "replay.groupId must differ from kafka.groupId: a replay must not move the stage's offsets" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+storageClassName of a claim from a value: empty leaves it out (the default class), "-" sets ""
+(no class), anything else names the class.
+*/}}
+{{- define "neardup.storageClassName" -}}
+{{- if eq . "-" -}}
+storageClassName: ""
+{{- else if . -}}
+storageClassName: {{ . | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Claim of the replay's index: the existing claim named in values, or the replay's own claim.
+*/}}
+{{- define "neardup.replayClaimName" -}}
+{{- if .Values.replay.index.existingClaim -}}
+{{- .Values.replay.index.existingClaim -}}
+{{- else -}}
+{{- printf "%s-replay-index" (include "neardup.fullname" . | trunc 50 | trimSuffix "-") -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Spec of the replay Job: `neardup replay` with the stage's config file; the replay's own
+settings come as NEARDUP_* variables, which take precedence over the file.
+*/}}
+{{- define "neardup.replayJobSpec" -}}
+{{- with .Values.replay -}}
+backoffLimit: {{ .backoffLimit }}
+{{- if gt (int .activeDeadlineSeconds) 0 }}
+activeDeadlineSeconds: {{ .activeDeadlineSeconds }}
+{{- end }}
+template:
+  metadata:
+    labels:
+      {{- include "neardup.labels" $ | nindent 6 }}
+      app.kubernetes.io/component: replay
+  spec:
+    restartPolicy: Never
+    serviceAccountName: {{ include "neardup.serviceAccountName" $ }}
+    automountServiceAccountToken: {{ $.Values.automountServiceAccountToken }}
+    terminationGracePeriodSeconds: {{ add $.Values.gracePeriodSeconds $.Values.terminationExtraSeconds }}
+    {{- with $.Values.imagePullSecrets }}
+    imagePullSecrets:
+      {{- range . }}
+      - name: {{ . }}
+      {{- end }}
+    {{- end }}
+    {{- with $.Values.priorityClassName }}
+    priorityClassName: {{ . }}
+    {{- end }}
+    securityContext:
+      {{- toYaml $.Values.podSecurityContext | nindent 6 }}
+    containers:
+      - name: neardup-replay
+        image: {{ include "neardup.image" $ }}
+        imagePullPolicy: {{ $.Values.image.pullPolicy }}
+        args:
+          - --config
+          - {{ include "neardup.configFile" $ }}
+          - replay
+          {{- range .extraArgs }}
+          - {{ . | quote }}
+          {{- end }}
+        env:
+          - name: NEARDUP_GROUP_ID
+            value: {{ .groupId | quote }}
+          {{- with .inputTopics }}
+          - name: NEARDUP_INPUT_TOPICS
+            value: {{ join "," . | quote }}
+          {{- end }}
+          - name: NEARDUP_START
+            value: {{ .start | quote }}
+          - name: NEARDUP_DRY_RUN
+            value: {{ .dryRun | toString | quote }}
+          {{- with .uniqueTopic }}
+          - name: NEARDUP_UNIQUE_TOPIC
+            value: {{ . | quote }}
+          {{- end }}
+          {{- with .duplicateTopic }}
+          - name: NEARDUP_DUPLICATE_TOPIC
+            value: {{ . | quote }}
+          {{- end }}
+          {{- with .deadLetterTopic }}
+          - name: NEARDUP_DEAD_LETTER_TOPIC
+            value: {{ . | quote }}
+          {{- end }}
+          # No HTTP listener: nothing probes or scrapes a replay.
+          - name: NEARDUP_LISTEN
+            value: "off"
+        resources:
+          {{- toYaml .resources | nindent 10 }}
+        securityContext:
+          {{- toYaml $.Values.securityContext | nindent 10 }}
+        volumeMounts:
+          - name: index
+            mountPath: {{ $.Values.persistence.mountPath }}
+          {{- include "neardup.configMounts" $ | nindent 10 }}
+    volumes:
+      - name: index
+        persistentVolumeClaim:
+          claimName: {{ include "neardup.replayClaimName" $ }}
+      {{- include "neardup.configVolumes" $ | nindent 6 }}
+    {{- with $.Values.nodeSelector }}
+    nodeSelector:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with $.Values.tolerations }}
+    tolerations:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Checks of the Helm chart that need more than helm itself (run by scripts/check-helm.sh).
+
+  helm_checks.py drift --bin NEARDUP_BIN MANIFEST
+      The chart and the binary cannot drift: for every StatefulSet and Job of a rendered
+      manifest, hand the container's command, arguments, environment and mounted files (the
+      rendered ConfigMap; dummy content for mounted Secrets) to `neardup <subcommand>
+      --check-config`, which parses and validates them without connecting anywhere. Mount
+      paths are rewritten to a temporary directory. Fails when the binary rejects the config,
+      when a NEARDUP_* variable is unknown to the subcommand (the binary would ignore it), or
+      when the resolved settings contradict the pod spec (index not on the persistent volume,
+      an ssl.*.location naming no mounted file,
+      listener not on the probed port, drain longer than the termination grace period,
+      a secret printed in clear, a replay sharing the stage's consumer group).
+
+  helm_checks.py values-doc VALUES_YAML
+      Every key of values.yaml (groups included) has a comment line directly above it, except
+      the fields of Kubernetes objects passed through whole (their parent carries the comment).
+
+  helm_checks.py image DOCKERFILE VALUES_YAML
+      The image and the chart agree: the Dockerfile's non-root USER is the chart's runAsUser,
+      its EXPOSE'd port the chart's containerPort, and its ENTRYPOINT the neardup binary the
+      chart's containers run (they set arguments only).
+
+  helm_checks.py split MANIFEST CORE_OUT CUSTOM_OUT
+      Splits a manifest into core objects and custom resources (monitoring.coreos.com).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SECRET_MARKER = "drift-check-secret-value"
+# Kubernetes objects passed through whole from values: their fields need no own comment.
+PASS_THROUGH = {
+    "resources",
+    "podSecurityContext",
+    "securityContext",
+    "replay.resources",
+}
+
+
+def load_docs(path):
+    with open(path, encoding="utf-8") as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+# ---------------------------------------------------------------------------------------------
+# drift
+
+
+class DriftError(Exception):
+    pass
+
+
+def known_env(bin_path, sub, cache={}):
+    """NEARDUP_* variables the binary reads for a subcommand, from its --help."""
+    if sub not in cache:
+        names = set()
+        for argv in ([bin_path, "--help"], [bin_path, sub, "--help"]):
+            out = subprocess.run(argv, capture_output=True, text=True, env=clean_env({}))
+            if out.returncode != 0:
+                raise DriftError(f"`{' '.join(argv)}` failed: {out.stderr.strip()}")
+            names |= set(re.findall(r"\[env: (NEARDUP_[A-Z0-9_]+)=", out.stdout))
+        if not names:
+            raise DriftError(f"`{bin_path} {sub} --help` lists no NEARDUP_* variables")
+        cache[sub] = names
+    return cache[sub]
+
+
+def clean_env(extra):
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+def dummy_secret(path):
+    if path.endswith(".properties"):
+        return f"# dummy credentials\nsasl.username=drift-check-user\nsasl.password={SECRET_MARKER}\n"
+    if path.endswith((".crt", ".pem", ".key")):
+        return "-----BEGIN DUMMY-----\nZHJpZnQtY2hlY2s=\n-----END DUMMY-----\n"
+    return SECRET_MARKER + "\n"
+
+
+class Rewriter:
+    """Maps paths inside the pod to paths under a temporary root, and back."""
+
+    def __init__(self, root, mount_paths):
+        self.root = root
+        # Longest first, so /etc/neardup/config wins over a hypothetical /etc/neardup.
+        self.mounts = sorted({m.rstrip("/") or "/" for m in mount_paths}, key=len, reverse=True)
+        alts = "|".join(re.escape(m) for m in self.mounts)
+        self.re = re.compile(r'(^|["=,;\s\'])(' + alts + r')(?=[/"\',;\s]|$)', re.M) if alts else None
+
+    def host(self, pod_path):
+        return self.root + pod_path
+
+    def rewrite(self, text):
+        if not self.re or not isinstance(text, str):
+            return text
+        return self.re.sub(lambda m: m.group(1) + self.root + m.group(2), text)
+
+    def back(self, host_path):
+        s = str(host_path)
+        return s[len(self.root):] if s.startswith(self.root) else s
+
+
+def check_workload(bin_path, obj, configmaps, stage_groups):
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    pod = obj["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    claim_templates = {c["metadata"]["name"] for c in obj["spec"].get("volumeClaimTemplates", [])}
+    results = []
+    for c in pod["containers"]:
+        cmd = list(c.get("command") or [])
+        args = [str(a) for a in c.get("args") or []]
+        if cmd and os.path.basename(cmd[0]) != "neardup":
+            raise DriftError(f"{kind}/{name} container {c['name']}: command {cmd[0]} is not neardup")
+        argv_tail = cmd[1:] + args
+        sub = next((a for a in argv_tail if a in ("run", "replay")), None)
+        if sub is None:
+            raise DriftError(f"{kind}/{name} container {c['name']}: no run/replay subcommand in {argv_tail}")
+        want_sub = "run" if kind == "StatefulSet" else "replay"
+        if sub != want_sub:
+            raise DriftError(f"{kind}/{name}: runs `neardup {sub}`, expected `neardup {want_sub}`")
+
+        tmp = tempfile.mkdtemp(prefix="neardup-drift-")
+        try:
+            mounts = c.get("volumeMounts", [])
+            rw = Rewriter(tmp, [m["mountPath"] for m in mounts])
+            persistent = []
+            for m in mounts:
+                vol_name = m["name"]
+                target = rw.host(m["mountPath"].rstrip("/"))
+                os.makedirs(target, exist_ok=True)
+                v = volumes.get(vol_name)
+                if v is None:
+                    if vol_name in claim_templates:
+                        persistent.append(m["mountPath"].rstrip("/"))
+                        continue
+                    raise DriftError(f"{kind}/{name}: mount {vol_name} names no volume or claim template")
+                if "persistentVolumeClaim" in v:
+                    persistent.append(m["mountPath"].rstrip("/"))
+                elif "configMap" in v:
+                    cm = configmaps.get(v["configMap"]["name"])
+                    if cm is None:
+                        raise DriftError(f"{kind}/{name}: ConfigMap {v['configMap']['name']} is not rendered")
+                    data = cm.get("data", {})
+                    items = v["configMap"].get("items") or [{"key": k, "path": k} for k in data]
+                    for it in items:
+                        with open(os.path.join(target, it["path"]), "w", encoding="utf-8") as f:
+                            f.write(rw.rewrite(data[it["key"]]))
+                elif "secret" in v:
+                    items = v["secret"].get("items")
+                    if not items:
+                        raise DriftError(
+                            f"{kind}/{name}: secret volume {vol_name} lists no items; "
+                            "the check cannot know its files")
+                    for it in items:
+                        with open(os.path.join(target, it["path"]), "w", encoding="utf-8") as f:
+                            f.write(dummy_secret(it["path"]))
+                elif "emptyDir" in v:
+                    pass
+                else:
+                    raise DriftError(f"{kind}/{name}: volume {vol_name} of an unknown type")
+
+            env = {}
+            known = known_env(bin_path, sub)
+            for e in c.get("env", []):
+                if "value" not in e:
+                    raise DriftError(f"{kind}/{name}: variable {e['name']} has no literal value")
+                if e["name"].startswith("NEARDUP_") and e["name"] not in known:
+                    raise DriftError(
+                        f"{kind}/{name}: variable {e['name']} is unknown to `neardup {sub}` "
+                        "(the binary would ignore it)")
+                env[e["name"]] = rw.rewrite(str(e["value"]))
+            argv = [bin_path] + [rw.rewrite(a) for a in argv_tail] + ["--check-config"]
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp,
+                                  env=clean_env(dict(env, HOME=tmp)))
+            shown = " ".join(argv_tail + ["--check-config"])
+            if proc.returncode != 0:
+                raise DriftError(
+                    f"{kind}/{name}: `neardup {shown}` rejected the rendered config "
+                    f"(exit {proc.returncode}):\n{proc.stderr.strip()}")
+            if SECRET_MARKER in proc.stdout or SECRET_MARKER in proc.stderr:
+                raise DriftError(f"{kind}/{name}: --check-config printed a mounted secret in clear")
+            try:
+                s = json.loads(proc.stdout)
+            except json.JSONDecodeError as e:
+                raise DriftError(f"{kind}/{name}: --check-config printed no JSON ({e}):\n{proc.stdout[:500]}")
+
+            # The resolved settings against the pod spec.
+            for key, value in (s.get("properties") or {}).items():
+                if key.endswith(".location") and str(value).startswith(tmp):
+                    if not os.path.isfile(value):
+                        raise DriftError(
+                            f"{kind}/{name}: client property {key}={rw.back(value)} names no file "
+                            "of the mounted volumes")
+            mode = s.get("mode")
+            if mode != sub:
+                raise DriftError(f"{kind}/{name}: resolved mode {mode!r}, expected {sub!r}")
+            index = rw.back(s.get("index", ""))
+            if not any(index == p or index.startswith(p + "/") for p in persistent):
+                raise DriftError(
+                    f"{kind}/{name}: the index {index} is not on a persistent volume "
+                    f"(persistent mounts: {persistent or 'none'})")
+            grace = float(s.get("grace_period", 0))
+            tgps = pod.get("terminationGracePeriodSeconds", 30)
+            if not grace < tgps:
+                raise DriftError(
+                    f"{kind}/{name}: drain grace period {grace}s is not shorter than "
+                    f"terminationGracePeriodSeconds {tgps}")
+            listen = s.get("listen")
+            ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+            if kind == "StatefulSet":
+                if not listen:
+                    raise DriftError(f"{kind}/{name}: the stage has no HTTP listener; probes would fail")
+                port = int(str(listen).rsplit(":", 1)[1])
+                if port not in ports.values():
+                    raise DriftError(f"{kind}/{name}: listener port {port} is not a container port {ports}")
+                for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+                    hg = (c.get(probe) or {}).get("httpGet")
+                    if not hg or hg.get("path") != path:
+                        raise DriftError(f"{kind}/{name}: {probe} does not GET {path}")
+                    pp = hg["port"]
+                    pp = ports.get(pp) if isinstance(pp, str) else pp
+                    if pp != port:
+                        raise DriftError(f"{kind}/{name}: {probe} probes port {pp}, the stage listens on {port}")
+                if s.get("dry_run"):
+                    raise DriftError(f"{kind}/{name}: the stage resolves dry_run=true")
+                stage_groups.add(s.get("group_id"))
+            results.append((kind, name, sub, s, index))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def cmd_drift(a):
+    a.bin = os.path.abspath(a.bin)
+    docs = load_docs(a.manifest)
+    configmaps = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
+    # StatefulSets first, so their consumer groups are known when the Jobs are checked.
+    workloads = sorted((d for d in docs if d.get("kind") in ("StatefulSet", "Job")),
+                       key=lambda d: d["kind"] != "StatefulSet")
+    if not workloads:
+        print(f"drift: no StatefulSet or Job in {a.manifest}", file=sys.stderr)
+        return 1
+    stage_groups = set()
+    try:
+        for w in workloads:
+            for kind, name, sub, s, index in check_workload(a.bin, w, configmaps, stage_groups):
+                if kind == "Job" and s.get("group_id") in stage_groups:
+                    raise DriftError(f"Job/{name}: the replay uses the stage's consumer group {s['group_id']}")
+                print(f"drift ok: {kind}/{name}: `neardup {sub} --check-config` accepts it "
+                      f"(group {s.get('group_id')}, index {index} on its volume)")
+    except DriftError as e:
+        print(f"drift FAIL: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# values-doc
+
+
+def cmd_values_doc(a):
+    lines = open(a.values, encoding="utf-8").read().splitlines()
+    stack = []  # (indent, key, commented)
+    missing = []
+    key_re = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_.-]*):(\s|$)")
+    for i, line in enumerate(lines):
+        m = key_re.match(line)
+        if not m:
+            continue
+        indent, key = len(m.group(1)), m.group(2)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        j = i - 1
+        while j >= 0 and lines[j].strip() == "":
+            j -= 1
+        commented = j >= 0 and lines[j].lstrip().startswith("#") and (
+            len(lines[j]) - len(lines[j].lstrip()) == indent)
+        path = ".".join([k for _, k, _ in stack] + [key])
+        inherited = any(".".join(k for _, k, _ in stack[: n + 1]) in PASS_THROUGH
+                        for n in range(len(stack)))
+        if not commented and not inherited:
+            missing.append(f"{a.values}:{i + 1}: {path} has no comment")
+        stack.append((indent, key, commented))
+    for m in missing:
+        print(m, file=sys.stderr)
+    if missing:
+        return 1
+    print(f"values-doc ok: every value of {a.values} is commented")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# image
+
+
+def cmd_image(a):
+    text = open(a.dockerfile, encoding="utf-8").read()
+    # The last stage is the image.
+    final = re.split(r"(?m)^FROM\s", text)[-1]
+    values = yaml.safe_load(open(a.values, encoding="utf-8"))
+    problems = []
+    m = re.search(r"(?m)^USER\s+([0-9]+)(?::([0-9]+))?\s*$", final)
+    if not m:
+        problems.append("the image has no numeric USER")
+    else:
+        uid = int(m.group(1))
+        for where in ("podSecurityContext", "securityContext"):
+            if values[where].get("runAsUser") != uid:
+                problems.append(f"{where}.runAsUser {values[where].get('runAsUser')} is not the image's USER {uid}")
+        if uid == 0:
+            problems.append("the image runs as root")
+    ports = [int(p) for p in re.findall(r"(?m)^EXPOSE\s+([0-9]+)", final)]
+    if values["containerPort"] not in ports:
+        problems.append(f"containerPort {values['containerPort']} is not EXPOSE'd by the image ({ports})")
+    m = re.search(r'(?m)^ENTRYPOINT\s+\[\s*"([^"]+)"', final)
+    if not m or m.group(1) != "/usr/local/bin/neardup":
+        problems.append("the image's ENTRYPOINT is not /usr/local/bin/neardup")
+    if not re.search(r"(?m)^COPY\s+--from=\S+\s+\S+\s+/usr/local/bin/neardup\s*$", final):
+        problems.append("the image does not copy the built binary to /usr/local/bin/neardup")
+    for p in problems:
+        print(f"image: {p}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"image ok: {a.dockerfile} and {a.values} agree (USER, EXPOSE, ENTRYPOINT)")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# split
+
+
+def cmd_split(a):
+    docs = load_docs(a.manifest)
+    core = [d for d in docs if "monitoring.coreos.com/" not in d.get("apiVersion", "")]
+    custom = [d for d in docs if "monitoring.coreos.com/" in d.get("apiVersion", "")]
+    for path, part in ((a.core, core), (a.custom, custom)):
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump_all(part, f, sort_keys=False)
+    print(f"{len(core)} core objects, {len(custom)} custom resources")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = p.add_subparsers(dest="cmd", required=True)
+    d = sp.add_parser("drift")
+    d.add_argument("--bin", required=True)
+    d.add_argument("manifest")
+    v = sp.add_parser("values-doc")
+    v.add_argument("values")
+    i = sp.add_parser("image")
+    i.add_argument("dockerfile")
+    i.add_argument("values")
+    s = sp.add_parser("split")
+    s.add_argument("manifest")
+    s.add_argument("core")
+    s.add_argument("custom")
+    a = p.parse_args()
+    return {"drift": cmd_drift, "values-doc": cmd_values_doc, "image": cmd_image,
+            "split": cmd_split}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

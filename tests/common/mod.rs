@@ -1,0 +1,473 @@
+//! Shared harness of the broker tests: a real Kafka-protocol broker started per test, the
+//! `neardup` binary as a child process, record generators and output readers.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The broker tests share two cores: run them one at a time.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The broker binary: `NEARDUP_TEST_BROKER`, else `tansu` on the PATH or in cargo's bin.
+fn broker_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("NEARDUP_TEST_BROKER") {
+        return PathBuf::from(p);
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join("tansu")).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(Path::new(&home).join(".cargo/bin/tansu"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+            "the broker tests need the Kafka-protocol broker `tansu`: run \
+             `bash scripts/install-deps.sh` (it installs it with cargo), or set NEARDUP_TEST_BROKER"
+        )
+        })
+}
+
+/// A broker with SQLite storage in a temporary directory, killed on drop.
+pub struct Broker {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Broker {
+    pub fn start() -> Broker {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = Broker {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        b.spawn();
+        b
+    }
+
+    fn spawn(&mut self) {
+        let url = format!("tcp://127.0.0.1:{}", self.port);
+        let log = std::fs::File::create(self.dir.path().join("broker.log")).unwrap();
+        let child = Command::new(broker_binary())
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+                "--storage-engine",
+                "sqlite://tansu.db",
+            ])
+            .current_dir(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start the broker");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the broker did not open its port"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the broker (its data stays).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and data.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn create_topics(&self, topics: &[(&str, i32)]) {
+        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .create()
+            .unwrap();
+        let new: Vec<NewTopic<'_>> = topics
+            .iter()
+            .map(|(t, p)| NewTopic::new(t, *p, TopicReplication::Fixed(1)))
+            .collect();
+        let res = futures::executor::block_on(admin.create_topics(&new, &AdminOptions::new()))
+            .expect("create topics");
+        for r in res {
+            r.expect("topic created");
+        }
+    }
+
+    /// Produces records (partition, key, value) and waits for every acknowledgement.
+    pub fn produce(&self, topic: &str, records: &[Input]) {
+        let p: BaseProducer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("enable.idempotence", "true")
+            .set("message.max.bytes", "10000000")
+            .set("linger.ms", "5")
+            .create()
+            .unwrap();
+        for (part, key, value) in records {
+            let mut r: BaseRecord<'_, str, [u8]> =
+                BaseRecord::to(topic).partition(*part).key(key.as_str());
+            if let Some(v) = value {
+                r = r.payload(&v[..]);
+            }
+            let mut r = r;
+            loop {
+                match p.send(r) {
+                    Ok(()) => break,
+                    Err((_, back)) => {
+                        r = back;
+                        p.poll(Duration::from_millis(10));
+                    }
+                }
+            }
+        }
+        p.flush(Duration::from_secs(60))
+            .expect("all records acknowledged");
+    }
+
+    /// Reads every record of `topics` until `count` records arrived (or `timeout`).
+    pub fn read(&self, topics: &[&str], count: usize, timeout: Duration) -> Vec<Out> {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("group.id", "neardup-test-reader")
+            .set("enable.auto.commit", "false")
+            .set("fetch.wait.max.ms", "50")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for t in topics {
+            let md = c.fetch_metadata(Some(t), Duration::from_secs(10)).unwrap();
+            for p in md.topics()[0].partitions() {
+                tpl.add_partition_offset(t, p.id(), Offset::Beginning)
+                    .unwrap();
+            }
+        }
+        c.assign(&tpl).unwrap();
+        let mut out = Vec::new();
+        let deadline = Instant::now() + timeout;
+        while out.len() < count && Instant::now() < deadline {
+            match c.poll(Duration::from_millis(200)) {
+                Some(Ok(m)) => {
+                    let mut headers = BTreeMap::new();
+                    if let Some(h) = m.headers() {
+                        for x in h.iter() {
+                            headers.insert(
+                                x.key.to_string(),
+                                String::from_utf8_lossy(x.value.unwrap_or_default()).into_owned(),
+                            );
+                        }
+                    }
+                    out.push(Out {
+                        topic: m.topic().to_string(),
+                        partition: m.partition(),
+                        key: m.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+                        headers,
+                        value: m.payload().unwrap_or_default().to_vec(),
+                    });
+                }
+                Some(Err(e)) => eprintln!("reader: {e}"),
+                None => {}
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An input record: partition, key, value (None: a record without a value).
+pub type Input = (i32, String, Option<Vec<u8>>);
+
+/// An output record.
+#[derive(Clone, Debug)]
+pub struct Out {
+    pub topic: String,
+    pub partition: i32,
+    pub key: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub value: Vec<u8>,
+}
+
+impl Out {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.value).expect("output is JSON")
+    }
+
+    /// The input record this output answers: the page id, or `topic:partition:offset` of a
+    /// dead letter's source.
+    pub fn source(&self) -> String {
+        let v = self.json();
+        if v["schema"] == "neardup.dead-letter.v1" {
+            let s = &v["source"];
+            format!(
+                "{}:{}:{}",
+                s["topic"].as_str().unwrap(),
+                s["partition"],
+                s["offset"]
+            )
+        } else {
+            v["id"].as_str().unwrap().to_string()
+        }
+    }
+}
+
+/// The `neardup` binary under test.
+pub fn neardup() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+/// A running stage process.
+pub struct Stage {
+    pub child: Child,
+    pub http: u16,
+    pub log: PathBuf,
+}
+
+impl Stage {
+    /// Starts `neardup run` with the given extra arguments.
+    pub fn start(broker: &Broker, index: &Path, log: &Path, extra: &[&str]) -> Stage {
+        let http = free_port();
+        let listen = format!("127.0.0.1:{http}");
+        let logf = std::fs::File::create(log).unwrap();
+        let child = neardup()
+            .args(["run", "--brokers", &broker.addr(), "--index"])
+            .arg(index)
+            .args(["--listen", &listen, "--log-format", "json"])
+            .args(["--kafka-property", "fetch.wait.max.ms=50"])
+            // a killed member's partitions are reassigned after the session timeout
+            .args(["--kafka-property", "session.timeout.ms=6000"])
+            .args(["--kafka-property", "heartbeat.interval.ms=500"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .expect("start neardup run");
+        Stage {
+            child,
+            http,
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// GET a path of the HTTP listener: (status, body).
+    pub fn get(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.http, path)
+    }
+
+    /// Waits until /readyz answers 200.
+    pub fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some((200, _)) = self.get("/readyz") {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "stage not ready in time; log:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A counter or gauge value from /metrics (sum over label sets matching `filter`).
+    pub fn metric(&self, name: &str, filter: &str) -> f64 {
+        let Some((200, body)) = self.get("/metrics") else {
+            return 0.0;
+        };
+        body.lines()
+            .filter(|l| l.starts_with(name) && l.contains(filter))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+
+    /// Waits for the process to exit: its exit code (None when killed by a signal).
+    pub fn wait(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "stage did not exit in time; log:\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|x| x.1.to_string())?;
+    Some((code, body))
+}
+
+/// Deterministic words: syllables from a seeded generator.
+fn word(seed: u64) -> String {
+    const SYL: &[&str] = &[
+        "ka", "lo", "mi", "ren", "tu", "sa", "vel", "dor", "pi", "nor", "gal", "fen", "ri", "mo",
+        "tan", "bel", "cor", "du", "les", "van",
+    ];
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let n = 2 + (x % 2) as usize;
+    let mut w = String::new();
+    for _ in 0..n {
+        x = x.rotate_left(17).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        w.push_str(SYL[(x >> 33) as usize % SYL.len()]);
+    }
+    w
+}
+
+/// The article text of story `story`: sentences with antecedents, so it has signatures.
+pub fn story_text(story: u64, edit: bool) -> String {
+    let mut s = String::new();
+    for i in 0..24u64 {
+        let w = |j: u64| word(story * 10_000 + i * 16 + j);
+        if edit && i == 7 {
+            s.push_str("<p>An editor's note was added to the story this morning.</p>\n");
+            continue;
+        }
+        s.push_str(&format!(
+            "<p>The {} {} was {} {} by the {} {} that {} said {} {} is {} {}.</p>\n",
+            w(0),
+            w(1),
+            w(2),
+            w(3),
+            w(4),
+            w(5),
+            w(6),
+            w(7),
+            w(8),
+            w(9),
+            w(10)
+        ));
+    }
+    s
+}
+
+/// A page of story `story` in template `template` (0–2), optionally edited.
+pub fn story_page(story: u64, template: u64, edit: bool) -> String {
+    let (head, foot) = match template {
+        0 => (
+            "<header><nav><a href=/>Home</a> <a href=/local>Local</a></nav></header><main><article>",
+            "</article></main><footer>Contact us. Terms. Privacy.</footer>",
+        ),
+        1 => (
+            "<div class=top><ul><li><a href=/news>News</a></li><li><a href=/sport>Sport</a></li></ul></div><div id=story>",
+            "</div><div class=ad>Advertisement: buy the best garden tools today</div><div class=bottom>All rights reserved</div>",
+        ),
+        _ => (
+            "<table><tr><td><a href=/>Front page</a></td></tr></table><section class=content>",
+            "</section><aside>Most read: <a href=/a>one</a> <a href=/b>two</a></aside>",
+        ),
+    };
+    format!(
+        "<html><head><title>Story {story}</title></head><body>{head}<h1>Story {story}</h1>\n{}{foot}</body></html>",
+        story_text(story, edit)
+    )
+}
+
+/// A page record as JSON bytes.
+pub fn page_json(id: &str, url: &str, html: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"id": id, "url": url, "html": html})).unwrap()
+}
+
+/// Synthetic stream: `stories` stories × 3 copies (three templates, the last edited). Each
+/// story's copies go to one partition (`story % partitions`), in order.
+pub fn synthetic(stories: u64, partitions: i32) -> Vec<Input> {
+    let mut v = Vec::new();
+    for copy in 0..3u64 {
+        for s in 0..stories {
+            let id = format!("s{s:05}-c{copy}");
+            let url = format!("https://site{copy}.test/story/{s}");
+            let html = story_page(s, copy, copy == 2);
+            v.push((
+                (s % partitions as u64) as i32,
+                format!("story-{s}"),
+                Some(page_json(&id, &url, &html)),
+            ));
+        }
+    }
+    v
+}
+
+/// Waits until `f` is true.
+pub fn wait_until(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,485 @@
+//! The Kafka stage against a real broker: every input offset answered exactly once, the same
+//! decisions as file mode, stop and kill mid-stream without loss, two members of a group,
+//! and replay.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
+
+fn topics(b: &Broker, input_partitions: i32) {
+    b.create_topics(&[
+        ("pages", input_partitions),
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 1),
+    ]);
+}
+
+/// `neardup dedup` over the valid records in production order: id → (decision, canonical).
+fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, String)> {
+    let input = dir.join("file-mode.jsonl");
+    let mut lines = Vec::new();
+    for (_, _, v) in records {
+        if let Some(v) = v {
+            if let Ok(p) = neardup::record::decode_page(v, 200_000) {
+                let _ = p;
+                lines.extend_from_slice(v);
+                lines.push(b'\n');
+            }
+        }
+    }
+    std::fs::write(&input, lines).unwrap();
+    let out = dir.join("file-mode-out.jsonl");
+    let st = neardup()
+        .args(["dedup", "--input"])
+        .arg(&input)
+        .arg("--index")
+        .arg(dir.join("file-mode-index"))
+        .arg("--unique")
+        .arg(&out)
+        .args(["--max-record-bytes", "200000"])
+        .arg("--dead-letter")
+        .arg(dir.join("file-mode-dead.jsonl"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::read_to_string(out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_str().unwrap().to_string(),
+                (
+                    v["dedup"]["decision"].as_str().unwrap().to_string(),
+                    v["dedup"]["canonical_id"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn decisions(outs: &[Out]) -> BTreeMap<String, (String, String)> {
+    outs.iter()
+        .filter(|o| o.topic != "pages-dead-letter" && !o.topic.ends_with("dead"))
+        .map(|o| {
+            let v = o.json();
+            (
+                v["id"].as_str().unwrap().to_string(),
+                (
+                    v["dedup"]["decision"].as_str().unwrap().to_string(),
+                    v["dedup"]["canonical_id"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// Checks every output against its schema and its headers against its value.
+fn check_outputs(outs: &[Out]) {
+    let tagged = validator("tagged.v1.schema.json");
+    let dead = validator("dead-letter.v1.schema.json");
+    for o in outs {
+        let v = o.json();
+        let decision = &o.headers["neardup-decision"];
+        if v["schema"] == "neardup.dead-letter.v1" {
+            if let Err(e) = dead.validate(&v) {
+                panic!("dead letter does not follow its schema: {e}: {v}");
+            }
+            assert_eq!(decision, "dead_letter");
+            assert_eq!(o.headers["neardup-reason"], v["reason"].as_str().unwrap());
+            serde_json::from_value::<neardup::record::DeadLetter>(v).unwrap();
+        } else {
+            if let Err(e) = tagged.validate(&v) {
+                panic!("tagged record does not follow its schema: {e}: {v}");
+            }
+            assert_eq!(decision, v["dedup"]["decision"].as_str().unwrap());
+            if let Some(c) = v["dedup"]["canonical_id"].as_str() {
+                assert_eq!(o.headers["neardup-canonical-id"], c);
+            }
+            let expected_topic = if decision == "duplicate" {
+                "duplicate"
+            } else {
+                "unique"
+            };
+            assert!(
+                o.topic.contains(expected_topic),
+                "{decision} on {}",
+                o.topic
+            );
+            serde_json::from_value::<neardup::record::Tagged>(v).unwrap();
+        }
+    }
+}
+
+/// The example pages (partition 0, in file order), synthetic stories over 3 partitions, and
+/// bad records of every kind.
+fn mixed() -> (Vec<Input>, usize) {
+    let mut v: Vec<Input> = Vec::new();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pages.jsonl");
+    for (i, line) in std::fs::read_to_string(examples)
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        v.push((0, format!("example-{i}"), Some(line.as_bytes().to_vec())));
+    }
+    v.extend(synthetic(20, 3));
+    let big = page_json(
+        "big-1",
+        "https://big.test/",
+        &story_page(1, 0, false).repeat(120),
+    );
+    assert!(big.len() > 200_000);
+    let bad: Vec<(i32, &str, Option<Vec<u8>>)> = vec![
+        (1, "bad-json", Some(b"this is not json".to_vec())),
+        (
+            2,
+            "bad-utf8",
+            Some(b"{\"url\":\"https://x.test/\",\"html\":\"\xff\xfe\"}".to_vec()),
+        ),
+        (
+            0,
+            "bad-missing-url",
+            Some(br#"{"id":"m1","html":"<p>no url</p>"}"#.to_vec()),
+        ),
+        (1, "bad-oversized", Some(big)),
+        (2, "bad-empty", None),
+        (
+            0,
+            "bad-truncated",
+            Some(br#"{"url":"https://t.test/","html":"<p>cut"#.to_vec()),
+        ),
+        (1, "bad-shape", Some(b"[1,2,3]".to_vec())),
+    ];
+    let n_bad = bad.len();
+    v.extend(bad.into_iter().map(|(p, k, x)| (p, k.to_string(), x)));
+    (v, n_bad)
+}
+
+#[test]
+fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identically() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b, 3);
+    b.create_topics(&[
+        ("replay-unique", 1),
+        ("replay-duplicate", 1),
+        ("replay-dead", 1),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let (records, n_bad) = mixed();
+    b.produce("pages", &records);
+
+    let mut stage = Stage::start(
+        &b,
+        &index,
+        &dir.path().join("run.log"),
+        &["--max-record-bytes", "200000", "--grace-period", "20s"],
+    );
+    stage.wait_ready(Duration::from_secs(60));
+    let outs = b.read(&OUTPUTS, records.len(), Duration::from_secs(120));
+    assert_eq!(outs.len(), records.len(), "one output per input record");
+    // and nothing more
+    let more = b.read(&OUTPUTS, records.len() + 1, Duration::from_secs(3));
+    assert_eq!(more.len(), records.len(), "no extra outputs");
+    check_outputs(&outs);
+
+    // every input offset answered exactly once
+    let sources: Vec<String> = outs.iter().map(Out::source).collect();
+    let unique_sources: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(
+        unique_sources.len(),
+        sources.len(),
+        "an input answered twice"
+    );
+    let dead: Vec<&Out> = outs
+        .iter()
+        .filter(|o| o.topic == "pages-dead-letter")
+        .collect();
+    assert_eq!(dead.len(), n_bad);
+    let reasons: BTreeSet<String> = dead
+        .iter()
+        .map(|o| o.headers["neardup-reason"].clone())
+        .collect();
+    let want: BTreeSet<String> = [
+        "invalid_json",
+        "not_utf8",
+        "missing_url",
+        "too_large",
+        "empty_record",
+        "truncated_json",
+        "wrong_shape",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(reasons, want);
+    // keys are kept
+    for o in &outs {
+        assert!(o.key.is_some(), "output without the input's key");
+    }
+
+    // the same decisions as file mode on the same pages
+    let expected = file_mode(&records, dir.path());
+    let got = decisions(&outs);
+    assert_eq!(got.len(), records.len() - n_bad);
+    assert_eq!(got, expected);
+    assert!(got.values().filter(|(d, _)| d == "duplicate").count() >= 40);
+
+    // metrics and health while running
+    assert!(stage.metric("neardup_records_in_total", "pages") >= records.len() as f64);
+    assert_eq!(stage.metric("neardup_dead_letters_total", "too_large"), 1.0);
+    assert_eq!(stage.get("/healthz").unwrap().0, 200);
+    assert_eq!(stage.get("/nothing").unwrap().0, 404);
+
+    // SIGTERM: drains, commits, exits 0
+    stage.signal("TERM");
+    assert_eq!(stage.wait(Duration::from_secs(30)), Some(0));
+
+    // replay into the same index: byte-identical outputs
+    let replay = neardup()
+        .args(["replay", "--brokers", &b.addr(), "--index"])
+        .arg(&index)
+        .args([
+            "--unique-topic",
+            "replay-unique",
+            "--duplicate-topic",
+            "replay-duplicate",
+            "--dead-letter-topic",
+            "replay-dead",
+            "--max-record-bytes",
+            "200000",
+            "--kafka-property",
+            "fetch.wait.max.ms=50",
+            "--log-format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    assert_eq!(summary["records"], records.len());
+    assert_eq!(summary["stopped_by"], "end");
+    assert_eq!(summary["repeated"], records.len() - n_bad);
+    let again = b.read(
+        &["replay-unique", "replay-duplicate", "replay-dead"],
+        records.len(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(again.len(), records.len());
+    let by_source = |v: &[Out]| -> BTreeMap<String, Vec<u8>> {
+        v.iter().map(|o| (o.source(), o.value.clone())).collect()
+    };
+    assert_eq!(by_source(&again), by_source(&outs), "replay output differs");
+
+    // a dry run with a fresh index: the same decisions, nothing produced
+    let fresh = dir.path().join("fresh-index");
+    let dry = neardup()
+        .args(["replay", "--dry-run", "--brokers", &b.addr(), "--index"])
+        .arg(&fresh)
+        .args([
+            "--max-record-bytes",
+            "200000",
+            "--kafka-property",
+            "fetch.wait.max.ms=50",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let count = |d: &str| got.values().filter(|(x, _)| x == d).count();
+    assert_eq!(s["unique"], count("unique"));
+    assert_eq!(s["duplicate"], count("duplicate"));
+    assert_eq!(s["skipped"], count("skipped"));
+    assert_eq!(s["dead_letter"], n_bad);
+    assert_eq!(s["produced"], 0);
+    assert!(!fresh.exists(), "a dry run must not create the index");
+    let after = b.read(&OUTPUTS, records.len() + 1, Duration::from_secs(3));
+    assert_eq!(after.len(), records.len(), "a dry run produced records");
+}
+
+/// Reads all outputs (at least `n`, then until quiet) and checks: every input id answered,
+/// repeated outputs byte-identical to the first.
+fn check_no_loss(b: &Broker, ids: &BTreeSet<String>) -> Vec<Out> {
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(8));
+    let mut first: BTreeMap<String, &Out> = BTreeMap::new();
+    for o in &outs {
+        let src = o.source();
+        match first.get(&src) {
+            None => {
+                first.insert(src, o);
+            }
+            Some(f) => {
+                assert_eq!(f.value, o.value, "repeated output for {src} differs");
+                assert_eq!(f.headers, o.headers, "repeated headers for {src} differ");
+                assert_eq!(f.topic, o.topic);
+            }
+        }
+    }
+    let answered: BTreeSet<String> = first.keys().cloned().collect();
+    let missing: Vec<_> = ids.difference(&answered).collect();
+    assert!(
+        missing.is_empty(),
+        "{} inputs lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    outs
+}
+
+#[test]
+fn stop_and_kill_mid_stream_lose_nothing_and_repeat_identically() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let records = synthetic(300, 3);
+    let total = records.len() as f64;
+    let ids: BTreeSet<String> = records
+        .iter()
+        .map(|(_, _, v)| {
+            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    b.produce("pages", &records);
+    // slow enough to be stopped mid-stream
+    let slow = [
+        "--max-in-flight",
+        "2",
+        "--jobs",
+        "1",
+        "--grace-period",
+        "20s",
+    ];
+    let out_count = |s: &Stage| s.metric("neardup_records_out_total", "");
+
+    let mut s1 = Stage::start(&b, &index, &dir.path().join("1.log"), &slow);
+    wait_until(Duration::from_secs(60), "first outputs", || {
+        out_count(&s1) >= 100.0
+    });
+    s1.signal("TERM");
+    assert_eq!(s1.wait(Duration::from_secs(30)), Some(0), "SIGTERM exits 0");
+    let after_term = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(3)).len() as f64;
+    assert!(
+        after_term < total,
+        "stopped mid-stream ({after_term} of {total})"
+    );
+
+    let mut s2 = Stage::start(&b, &index, &dir.path().join("2.log"), &slow);
+    wait_until(Duration::from_secs(60), "more outputs", || {
+        out_count(&s2) >= 150.0
+    });
+    s2.signal("KILL");
+    assert_eq!(
+        s2.wait(Duration::from_secs(10)),
+        None,
+        "killed by the signal"
+    );
+    let after_kill = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(3)).len() as f64;
+    assert!(
+        after_kill < total,
+        "killed mid-stream ({after_kill} of {total})"
+    );
+
+    // the killed member leaves the group when its session (6 s here) times out
+    std::thread::sleep(Duration::from_secs(7));
+    let mut s3 = Stage::start(&b, &index, &dir.path().join("3.log"), &[]);
+    s3.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(120), "the rest", || {
+        let n = b
+            .read(&OUTPUTS, usize::MAX, Duration::from_secs(3))
+            .iter()
+            .map(Out::source)
+            .collect::<BTreeSet<_>>()
+            .len();
+        eprintln!(
+            "answered {n}; third stage: in {} out {} lag {}",
+            s3.metric("neardup_records_in_total", ""),
+            s3.metric("neardup_records_out_total", ""),
+            s3.metric("neardup_consumer_lag_records", "")
+        );
+        n >= records.len()
+    });
+    s3.signal("TERM");
+    assert_eq!(s3.wait(Duration::from_secs(30)), Some(0));
+    let outs = check_no_loss(&b, &ids);
+    // decisions equal an uninterrupted file-mode run
+    assert_eq!(decisions(&outs), file_mode(&records, dir.path()));
+}
+
+#[test]
+fn two_members_of_a_group_split_the_partitions_and_lose_nothing() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b, 4);
+    let dir = tempfile::tempdir().unwrap();
+    let a = Stage::start(
+        &b,
+        &dir.path().join("index-a"),
+        &dir.path().join("a.log"),
+        &[],
+    );
+    let c = Stage::start(
+        &b,
+        &dir.path().join("index-b"),
+        &dir.path().join("b.log"),
+        &[],
+    );
+    a.wait_ready(Duration::from_secs(60));
+    c.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(60), "a settled group", || {
+        a.metric("neardup_assigned_partitions", "") + c.metric("neardup_assigned_partitions", "")
+            == 4.0
+    });
+    let records = synthetic(100, 4);
+    let ids: BTreeSet<String> = records
+        .iter()
+        .map(|(_, _, v)| {
+            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    b.produce("pages", &records);
+    wait_until(Duration::from_secs(120), "all outputs", || {
+        a.metric("neardup_records_out_total", "") + c.metric("neardup_records_out_total", "")
+            >= records.len() as f64
+    });
+    let (na, nc) = (
+        a.metric("neardup_records_in_total", ""),
+        c.metric("neardup_records_in_total", ""),
+    );
+    assert!(na > 0.0 && nc > 0.0, "both members consumed ({na}, {nc})");
+    check_no_loss(&b, &ids);
+}

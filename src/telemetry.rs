@@ -317,3 +317,37 @@ pub fn init_logging(format: LogFormat) {
         builder.try_init()
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_in_the_readme_table() {
+        let readme = include_str!("../README.md");
+        for (name, kind, _) in METRICS {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{name}` |")))
+                .unwrap_or_else(|| panic!("{name} is missing from the README's metric table"));
+            assert!(row.contains(kind), "{name}: the README says {row}");
+        }
+    }
+
+    #[test]
+    fn readiness_needs_index_assignment_and_brokers() {
+        let h = Health::default();
+        assert!(!h.ready());
+        assert_eq!(h.reason(), "index not open");
+        h.index_open.store(true, Ordering::Relaxed);
+        assert_eq!(h.reason(), "no partitions assigned");
+        h.assigned.store(2, Ordering::Relaxed);
+        assert!(h.ready());
+        h.brokers_down.store(true, Ordering::Relaxed);
+        assert!(!h.ready());
+        assert_eq!(h.reason(), "brokers unreachable");
+        h.brokers_down.store(false, Ordering::Relaxed);
+        h.draining.store(true, Ordering::Relaxed);
+        assert_eq!(h.reason(), "draining");
+    }
+}

@@ -29,6 +29,13 @@ pub struct BenchArgs {
     /// Print rows as JSON lines
     #[arg(long)]
     pub json: bool,
+    /// Also benchmark the Kafka stage against file mode through this broker (topics named
+    /// neardup-bench-* are created)
+    #[arg(long)]
+    pub brokers: Option<String>,
+    /// With --brokers: only the stage benchmark
+    #[arg(long)]
+    pub stage_only: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub method: MethodOptions,
@@ -97,6 +104,11 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         args.method.threshold,
         file,
     )?;
+    if let (Some(b), true) = (&args.brokers, args.stage_only) {
+        let r = super::bench_stage::run(&args, b, &params, file)?;
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(Vec::new());
+    }
     let signer = Signer::new(&params.signature)?;
     let mut reader = input::open(&args.corpus)?;
     let mut pages: Vec<HtmlOnly> = Vec::new();
@@ -247,6 +259,10 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     );
     if let Some(e) = err {
         return Err(e.into());
+    }
+    if let Some(b) = &args.brokers {
+        let r = super::bench_stage::run(&args, b, &params, file)?;
+        println!("{}", serde_json::to_string_pretty(&r)?);
     }
     Ok(rows)
 }

@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand.
 
 pub mod bench;
+pub mod bench_stage;
 pub mod dedup;
 pub mod eval;
 pub mod index;

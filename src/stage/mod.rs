@@ -92,6 +92,51 @@ pub struct StageSummary {
     pub seconds: f64,
     /// Records per second.
     pub records_per_second: f64,
+    /// Median time from consuming a record to its output being acknowledged, ms.
+    pub latency_p50_ms: f64,
+    /// 99th percentile of that time, ms.
+    pub latency_p99_ms: f64,
+    /// Longest such time, ms.
+    pub latency_max_ms: f64,
+}
+
+/// A uniform sample of per-record latencies (reservoir of at most `CAP` values).
+#[derive(Default)]
+struct Latencies {
+    seen: u64,
+    sample: Vec<f32>,
+    max: f64,
+    rng: u64,
+}
+
+impl Latencies {
+    const CAP: usize = 100_000;
+
+    fn add(&mut self, secs: f64) {
+        self.seen += 1;
+        self.max = self.max.max(secs);
+        if self.sample.len() < Self::CAP {
+            self.sample.push(secs as f32);
+            return;
+        }
+        // xorshift: a cheap uniform index for reservoir sampling
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let j = (self.rng % self.seen) as usize;
+        if j < Self::CAP {
+            self.sample[j] = secs as f32;
+        }
+    }
+
+    fn quantile_ms(&mut self, q: f64) -> f64 {
+        if self.sample.is_empty() {
+            return 0.0;
+        }
+        self.sample.sort_by(f32::total_cmp);
+        let i = ((self.sample.len() - 1) as f64 * q).round() as usize;
+        self.sample[i] as f64 * 1000.0
+    }
 }
 
 /// A consumed record on its way through the stage.
@@ -341,6 +386,10 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
                 stopped_by = "end";
                 break;
             }
+            if s.stop_after.is_some_and(|n| summary.records >= n) {
+                stopped_by = "end";
+                break;
+            }
         }
     }
     drop(job_tx);
@@ -368,7 +417,10 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
             );
         }
         Ok(Err(e)) => failure = Some(e),
-        Ok(Ok((produced, (dedup, counts, decided)))) => {
+        Ok(Ok(((produced, mut lat), (dedup, counts, decided)))) => {
+            summary.latency_p50_ms = lat.quantile_ms(0.5);
+            summary.latency_p99_ms = lat.quantile_ms(0.99);
+            summary.latency_max_ms = lat.max * 1000.0;
             summary.unique = counts.unique;
             summary.duplicate = counts.duplicate;
             summary.skipped = counts.skipped;
@@ -658,6 +710,32 @@ async fn produce_loop(
     max_pending: usize,
     health: Arc<Health>,
     dry_run: bool,
+) -> (Result<u64>, Latencies) {
+    let mut lat = Latencies {
+        rng: 0x9E37_79B9_7F4A_7C15,
+        ..Default::default()
+    };
+    let r = produce_inner(
+        producer,
+        consumer,
+        &mut rx,
+        max_pending,
+        health,
+        dry_run,
+        &mut lat,
+    )
+    .await;
+    (r, lat)
+}
+
+async fn produce_inner(
+    producer: Option<FutureProducer<StageContext>>,
+    consumer: Arc<StageConsumer>,
+    rx: &mut mpsc::Receiver<Outbound>,
+    max_pending: usize,
+    health: Arc<Health>,
+    dry_run: bool,
+    lat: &mut Latencies,
 ) -> Result<u64> {
     type Ack = (
         Result<(), KafkaError>,
@@ -686,8 +764,9 @@ async fn produce_loop(
                     return Err(anyhow!("cannot produce to {}: {e}", ob.topic));
                 }
                 observe("produce", sent.elapsed());
-                metrics::histogram!(tm::RECORD_SECONDS)
-                    .record(ob.inbound.consumed.elapsed().as_secs_f64());
+                let took = ob.inbound.consumed.elapsed().as_secs_f64();
+                metrics::histogram!(tm::RECORD_SECONDS).record(took);
+                lat.add(took);
                 metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => ob.label)
                     .increment(1);
                 if !dry_run {

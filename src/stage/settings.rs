@@ -132,6 +132,9 @@ pub struct StageSettings {
     pub start: Start,
     /// Replay without side effects.
     pub dry_run: bool,
+    /// Stop after consuming this many records (benchmarks); not a configuration key.
+    #[serde(skip)]
+    pub stop_after: Option<u64>,
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -341,6 +344,7 @@ impl StageSettings {
             retention,
             start,
             dry_run: replay.dry_run.unwrap_or(false),
+            stop_after: None,
         })
     }
 

@@ -1,0 +1,266 @@
+//! `neardup bench --brokers ADDR`: the Kafka stage against file mode on the same pages, in
+//! the same run: throughput of `neardup dedup`, of the stage (the replay pipeline, bounded),
+//! and the consume → acknowledged latency of `neardup run` fed at 80 % of the stage's rate.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use serde::Serialize;
+
+use super::input;
+use crate::config::{DedupOptions, FileConfig, KafkaOptions, ReplayOptions, StageOptions};
+use crate::index::IndexParams;
+use crate::stage::{self, Mode, StageSettings};
+
+/// What the stage benchmark measured.
+#[derive(Debug, Serialize)]
+pub struct StageBench {
+    /// Records in the corpus.
+    pub records: usize,
+    /// Megabytes of records.
+    pub megabytes: f64,
+    /// `neardup dedup` on the corpus file: pages per second.
+    pub dedup_pages_per_second: f64,
+    /// Loading the records into the input topic: records per second.
+    pub produce_records_per_second: f64,
+    /// The stage over the whole topic (replay pipeline, fresh index): records per second.
+    pub stage_records_per_second: f64,
+    /// Stage throughput / dedup throughput.
+    pub stage_vs_dedup: f64,
+    /// Rate the latency run was fed at (80 % of the stage's).
+    pub latency_feed_records_per_second: f64,
+    /// `neardup run` at that rate: median consume → acknowledged, ms.
+    pub latency_p50_ms: f64,
+    /// 99th percentile, ms.
+    pub latency_p99_ms: f64,
+    /// Longest, ms.
+    pub latency_max_ms: f64,
+}
+
+fn create_topics(brokers: &str, names: &[String], partitions: i32) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()?;
+    let topics: Vec<NewTopic<'_>> = names
+        .iter()
+        .map(|n| NewTopic::new(n, partitions, TopicReplication::Fixed(1)))
+        .collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    for r in rt.block_on(admin.create_topics(&topics, &AdminOptions::new()))? {
+        if let Err((t, e)) = r {
+            bail!("cannot create topic {t}: {e}");
+        }
+    }
+    Ok(())
+}
+
+fn producer(brokers: &str) -> Result<BaseProducer> {
+    Ok(ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .set("message.max.bytes", "100000000")
+        .set("linger.ms", "20")
+        .create()?)
+}
+
+/// Produces `lines` round-robin over `partitions`, at most `rate` records per second.
+fn produce(
+    brokers: &str,
+    topic: &str,
+    lines: &[Vec<u8>],
+    partitions: i32,
+    rate: Option<f64>,
+) -> Result<()> {
+    let p = producer(brokers)?;
+    let started = Instant::now();
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(r) = rate {
+            let due = Duration::from_secs_f64(i as f64 / r);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let key = format!("k{i}");
+        let mut rec: BaseRecord<'_, str, [u8]> = BaseRecord::to(topic)
+            .partition(i as i32 % partitions)
+            .key(key.as_str())
+            .payload(&l[..]);
+        loop {
+            match p.send(rec) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    rec = back;
+                    p.poll(Duration::from_millis(5));
+                }
+            }
+        }
+        p.poll(Duration::ZERO);
+    }
+    p.flush(Duration::from_secs(300))?;
+    Ok(())
+}
+
+fn settings(
+    mode: Mode,
+    brokers: &str,
+    run: &str,
+    index: &Path,
+    params: &IndexParams,
+) -> Result<StageSettings> {
+    let kafka = KafkaOptions {
+        brokers: Some(brokers.to_string()),
+        group_id: Some(format!("{run}-{mode:?}")),
+        input_topics: Some(vec![format!("{run}-in")]),
+        unique_topic: Some(format!("{run}-unique")),
+        duplicate_topic: Some(format!("{run}-duplicate")),
+        dead_letter_topic: Some(format!("{run}-dead")),
+        kafka_property: Some(vec![
+            "fetch.wait.max.ms=50".into(),
+            "message.max.bytes=100000000".into(),
+        ]),
+        kafka_properties_file: None,
+    };
+    let stage = StageOptions {
+        index: Some(index.to_path_buf()),
+        listen: Some("off".into()),
+        no_text: Some(false),
+        ..Default::default()
+    };
+    StageSettings::resolve(
+        mode,
+        &kafka,
+        &stage,
+        &ReplayOptions::default(),
+        params.clone(),
+        None,
+    )
+}
+
+/// Runs the stage benchmark over the corpus at `corpus`.
+pub fn run(
+    args: &super::bench::BenchArgs,
+    brokers: &str,
+    params: &IndexParams,
+    file: &FileConfig,
+) -> Result<StageBench> {
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let mut reader = input::open(&args.corpus)?;
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut n = 0;
+    while lines.len() < limit {
+        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30)?;
+        if batch.is_empty() {
+            break;
+        }
+        lines.extend(batch.into_iter().take(limit - lines.len()).map(|l| l.bytes));
+    }
+    let megabytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as f64 / 1e6;
+    let dir = tempfile::tempdir()?;
+    eprintln!(
+        "neardup bench (stage): {} records, {megabytes:.1} MB, broker {brokers}",
+        lines.len()
+    );
+
+    // 1. file mode on the same records
+    let jsonl = dir.path().join("corpus.jsonl");
+    std::fs::write(&jsonl, lines.join(&b'\n')).context("write the corpus copy")?;
+    let dedup = super::dedup::run(
+        super::dedup::DedupArgs {
+            input: jsonl.clone(),
+            io: DedupOptions {
+                index: Some(dir.path().join("dedup-index")),
+                unique: Some(dir.path().join("dedup-unique.jsonl")),
+                duplicates: Some(dir.path().join("dedup-dup.jsonl")),
+                dead_letter: Some(dir.path().join("dedup-dead.jsonl")),
+                max_record_bytes: Some(64 << 20),
+                ..Default::default()
+            },
+            method: args.method.clone(),
+            detect: args.detect.clone(),
+            signature: args.signature.clone(),
+            summary_json: false,
+        },
+        file,
+    )?;
+    eprintln!("  neardup dedup: {:.0} pages/s", dedup.pages_per_second);
+
+    // 2. the stage over a loaded topic
+    let run_id = format!("neardup-bench-{}", std::process::id());
+    let partitions = 3;
+    let topics: Vec<String> = ["in", "unique", "duplicate", "dead"]
+        .iter()
+        .map(|t| format!("{run_id}-{t}"))
+        .collect();
+    create_topics(brokers, &topics, partitions)?;
+    let t = Instant::now();
+    produce(brokers, &topics[0], &lines, partitions, None)?;
+    let produce_rate = lines.len() as f64 / t.elapsed().as_secs_f64();
+    eprintln!("  loaded the input topic: {produce_rate:.0} records/s");
+    let s = settings(
+        Mode::Replay,
+        brokers,
+        &run_id,
+        &dir.path().join("stage-index"),
+        params,
+    )?;
+    let summary = stage::run(s)?;
+    if summary.records as usize != lines.len() {
+        bail!(
+            "the stage read {} of {} records",
+            summary.records,
+            lines.len()
+        );
+    }
+    let stage_rate = summary.records_per_second;
+    eprintln!(
+        "  neardup stage: {stage_rate:.0} records/s ({:.0} % of dedup)",
+        100.0 * stage_rate / dedup.pages_per_second
+    );
+
+    // 3. latency of `neardup run` fed at 80 % of the stage's rate
+    let run2 = format!("{run_id}-lat");
+    let topics2: Vec<String> = ["in", "unique", "duplicate", "dead"]
+        .iter()
+        .map(|t| format!("{run2}-{t}"))
+        .collect();
+    create_topics(brokers, &topics2, partitions)?;
+    let mut s2 = settings(
+        Mode::Run,
+        brokers,
+        &run2,
+        &dir.path().join("lat-index"),
+        params,
+    )?;
+    s2.stop_after = Some(lines.len() as u64);
+    let feed = 0.8 * stage_rate;
+    let stage_thread = std::thread::spawn(move || stage::run(s2));
+    // let the consumer join its group before feeding
+    std::thread::sleep(Duration::from_secs(6));
+    produce(brokers, &topics2[0], &lines, partitions, Some(feed))?;
+    let lat = stage_thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("the stage thread panicked"))??;
+    eprintln!(
+        "  neardup run at {feed:.0} records/s: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        lat.latency_p50_ms, lat.latency_p99_ms, lat.latency_max_ms
+    );
+    Ok(StageBench {
+        records: lines.len(),
+        megabytes,
+        dedup_pages_per_second: dedup.pages_per_second,
+        produce_records_per_second: produce_rate,
+        stage_records_per_second: stage_rate,
+        stage_vs_dedup: stage_rate / dedup.pages_per_second,
+        latency_feed_records_per_second: feed,
+        latency_p50_ms: lat.latency_p50_ms,
+        latency_p99_ms: lat.latency_p99_ms,
+        latency_max_ms: lat.latency_max_ms,
+    })
+}

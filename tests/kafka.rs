@@ -483,3 +483,58 @@ fn two_members_of_a_group_split_the_partitions_and_lose_nothing() {
     assert!(na > 0.0 && nc > 0.0, "both members consumed ({na}, {nc})");
     check_no_loss(&b, &ids);
 }
+
+#[test]
+fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
+    let _g = serial();
+    let mut b = Broker::start();
+    topics(&b, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let records = synthetic(200, 3);
+    let ids: BTreeSet<String> = records
+        .iter()
+        .map(|(_, _, v)| {
+            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let (first, second) = records.split_at(records.len() / 2);
+    b.produce("pages", first);
+    let mut s = Stage::start(
+        &b,
+        &dir.path().join("index"),
+        &dir.path().join("s.log"),
+        &[],
+    );
+    s.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(60), "the first half", || {
+        s.metric("neardup_records_out_total", "") >= first.len() as f64
+    });
+
+    // the broker goes away for 30 s: readiness turns false, the process stays up
+    b.stop();
+    wait_until(Duration::from_secs(30), "readiness false", || {
+        matches!(s.get("/readyz"), Some((503, _)))
+    });
+    let (_, reason) = s.get("/readyz").unwrap();
+    assert!(reason.contains("brokers unreachable"), "{reason}");
+    std::thread::sleep(Duration::from_secs(30));
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the stage died during the outage"
+    );
+    assert_eq!(s.get("/healthz").unwrap().0, 200);
+
+    // back: the stage resumes on its own and takes the rest
+    b.restart();
+    wait_until(Duration::from_secs(90), "ready again", || {
+        matches!(s.get("/readyz"), Some((200, _)))
+    });
+    b.produce("pages", second);
+    wait_until(Duration::from_secs(120), "the second half", || {
+        s.metric("neardup_records_out_total", "") >= records.len() as f64
+    });
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(30)), Some(0));
+    check_no_loss(&b, &ids);
+}

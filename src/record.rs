@@ -160,13 +160,89 @@ pub fn decode_page(bytes: &[u8], max_bytes: usize) -> Result<ValidPage, BadRecor
     })
 }
 
-/// Parses an RFC 3339 time to Unix seconds.
+/// Parses an RFC 3339 time (`2026-11-20T08:15:00Z`, `…T08:15:00.5+01:00`; `T` or a space,
+/// any case) to Unix seconds (fractions dropped, the offset applied). `None` for anything
+/// else, including trailing bytes.
 pub fn parse_time(t: &str) -> Option<i64> {
-    let st = humantime::parse_rfc3339_weak(t.trim()).ok()?;
-    match st.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => Some(d.as_secs() as i64),
-        Err(e) => Some(-(e.duration().as_secs() as i64)),
+    let b = t.trim().as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = b.get(r)?;
+        if d.is_empty() || !d.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(d.iter().fold(0i64, |a, c| a * 10 + (c - b'0') as i64))
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if b.get(4) != Some(&b'-')
+        || b.get(7) != Some(&b'-')
+        || !matches!(b.get(10), Some(b'T' | b't' | b' '))
+        || b.get(13) != Some(&b':')
+        || b.get(16) != Some(&b':')
+    {
+        return None;
     }
+    let mut at = 19;
+    if b.get(at) == Some(&b'.') {
+        at += 1;
+        let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        at += digits;
+    }
+    let offset = match b.get(at)? {
+        b'Z' | b'z' if at + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if at + 6 == b.len() && b[at + 3] == b':' => {
+            let (oh, om) = (num(at + 1..at + 3)?, num(at + 4..at + 6)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = oh * 3600 + om * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&mo)
+        || d < 1
+        || d > days_in[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || sec > 60
+    {
+        return None;
+    }
+    // days from 1970-01-01 (the civil-from-days inverse, proleptic Gregorian)
+    let (yy, mm) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * mm + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
 }
 
 /// The `dedup` object of a tagged record.
@@ -398,5 +474,32 @@ mod tests {
         let named = decode_page(br#"{"id":"p2","url":"","html":"x"}"#, max).unwrap();
         assert_eq!(named.doc_id, "p2");
         assert_eq!(t.fetched_at, Some(1_795_162_500));
+    }
+
+    #[test]
+    fn rfc3339_times() {
+        let z = 1_795_162_500;
+        for (t, want) in [
+            ("2026-11-20T08:15:00Z", Some(z)),
+            ("2026-11-20t08:15:00z", Some(z)),
+            ("2026-11-20 08:15:00Z", Some(z)),
+            ("2026-11-20T08:15:00+01:00", Some(z - 3600)),
+            ("2026-11-20T08:15:00-05:00", Some(z + 5 * 3600)),
+            ("2026-11-20T08:15:00-00:00", Some(z)),
+            ("2026-11-20T08:15:00.5+01:00", Some(z - 3600)),
+            ("1969-12-31T23:59:59Z", Some(-1)),
+            ("1970-01-01T00:00:00Z", Some(0)),
+            ("2000-02-29T00:00:00Z", Some(951_782_400)),
+            ("2026-11-20T08:15:00Zjunk", None),
+            ("2026-11-20T08:15:00Z\u{0}", None),
+            ("2026-02-29T00:00:00Z", None),
+            ("2026-11-20T24:00:00Z", None),
+            ("2026-11-20T08:15:00", None),
+            ("2026-11-20T08:15:00.Z", None),
+            ("yesterday", None),
+            ("", None),
+        ] {
+            assert_eq!(parse_time(t), want, "{t:?}");
+        }
     }
 }

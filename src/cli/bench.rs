@@ -115,7 +115,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let mut n = 0;
     let limit = args.limit.unwrap_or(usize::MAX);
     while pages.len() < limit {
-        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30)?;
+        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30, usize::MAX)?;
         if batch.is_empty() {
             break;
         }

@@ -155,7 +155,7 @@ pub fn run(
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut n = 0;
     while lines.len() < limit {
-        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30)?;
+        let batch = input::read_batch(&mut reader, &mut n, 1000, 1 << 30, usize::MAX)?;
         if batch.is_empty() {
             break;
         }

@@ -82,7 +82,18 @@ pub struct Summary {
 pub fn prepare(lines: &[Line], signer: &Signer, max_record_bytes: usize) -> Vec<Prepared> {
     lines
         .par_iter()
-        .map(|l| crate::dedup::prepare(&l.bytes, signer, max_record_bytes).0)
+        .map(|l| {
+            if l.cut() {
+                return Prepared::Bad(record::BadRecord {
+                    reason: record::BadReason::TooLarge,
+                    detail: format!(
+                        "record has {} bytes, the limit is {max_record_bytes}",
+                        l.len
+                    ),
+                });
+            }
+            crate::dedup::prepare(&l.bytes, signer, max_record_bytes).0
+        })
         .collect()
 }
 
@@ -182,7 +193,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         scope.spawn(move || {
             let mut number = 0u64;
             loop {
-                let batch = input::read_batch(&mut reader, &mut number, 512, 32 << 20);
+                let batch = input::read_batch(&mut reader, &mut number, 512, 32 << 20, max_record);
                 let msg = batch.map(|lines| {
                     let prepared = pool.install(|| prepare(&lines, signer, max_record));
                     (lines, prepared)
@@ -200,7 +211,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
             }
             for (line, item) in lines.iter().zip(prepared) {
                 s.lines += 1;
-                s.bytes += line.bytes.len() as u64 + 1;
+                s.bytes += line.len + 1;
                 match item {
                     Prepared::Blank => s.blank += 1,
                     Prepared::Bad(bad) => {
@@ -213,7 +224,13 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                             path: input_name.clone(),
                             line: line.number,
                         };
-                        serde_json::to_writer(&mut *w, &DeadLetter::new(&bad, src, &line.bytes))?;
+                        let mut letter = DeadLetter::new(&bad, src, &line.bytes);
+                        if line.cut() {
+                            // only the start of an overlong line was kept
+                            letter.original_bytes = Some(line.len);
+                            letter.original_truncated = Some(true);
+                        }
+                        serde_json::to_writer(&mut *w, &letter)?;
                         w.write_all(b"\n")?;
                     }
                     Prepared::Page(b) => {

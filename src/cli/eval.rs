@@ -168,7 +168,7 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let mut pages: Vec<LabelledPage> = Vec::new();
     let mut n = 0u64;
     loop {
-        let batch = input::read_batch(&mut reader, &mut n, 10_000, 1 << 30)?;
+        let batch = input::read_batch(&mut reader, &mut n, 10_000, 1 << 30, usize::MAX)?;
         if batch.is_empty() {
             break;
         }

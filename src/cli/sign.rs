@@ -48,7 +48,7 @@ pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut n = 0;
     loop {
-        let batch = input::read_batch(&mut reader, &mut n, 256, 64 << 20)?;
+        let batch = input::read_batch(&mut reader, &mut n, 256, 64 << 20, usize::MAX)?;
         if batch.is_empty() {
             break;
         }

@@ -23,8 +23,20 @@ pub fn for_each_chain(tokens: &Tokens, p: SpotParams, mut visit: impl FnMut(usiz
     let d = p.distance.max(1) as usize;
     let c = p.chain.max(1) as usize;
     let mut chain: Vec<usize> = Vec::with_capacity(c);
+    // next[k - start]: the first non-stopword at or after k (or `end`), so skipping a run of
+    // stopwords costs one step and a block of stopwords stays linear, not quadratic
+    let mut next: Vec<u32> = Vec::new();
     for &(start, end) in tokens.blocks() {
         let (start, end) = (start as usize, end as usize);
+        next.clear();
+        next.resize(end - start + 1, end as u32);
+        for k in (start..end).rev() {
+            next[k - start] = if tokens.is_stop(k) {
+                next[k + 1 - start]
+            } else {
+                k as u32
+            };
+        }
         for i in start..end {
             if !tokens.is_antecedent(i) {
                 continue;
@@ -32,9 +44,10 @@ pub fn for_each_chain(tokens: &Tokens, p: SpotParams, mut visit: impl FnMut(usiz
             chain.clear();
             let mut k = i + d;
             while chain.len() < c {
-                while k < end && tokens.is_stop(k) {
-                    k += 1;
+                if k >= end {
+                    break;
                 }
+                k = next[k - start] as usize;
                 if k >= end {
                     break;
                 }
@@ -48,7 +61,6 @@ pub fn for_each_chain(tokens: &Tokens, p: SpotParams, mut visit: impl FnMut(usiz
     }
 }
 
-/// The SpotSigs multiset of `tokens`.
 pub fn spotsigs(tokens: &Tokens, p: SpotParams) -> Signatures {
     let mut hashes = Vec::new();
     for_each_chain(tokens, p, |ante, chain| {
@@ -140,5 +152,65 @@ mod tests {
         // "the" ends block 1: dropped; in block 2, d = 2 starts at "rose" (i + 2), then
         // lands on the stopword "so", skips it and takes "high"
         assert_eq!(spotsig_strings(&t, p), ["the:rose:high"]);
+    }
+
+    /// The definition, step by step (skipping stopwords one at a time).
+    fn naive(tokens: &Tokens, p: SpotParams) -> Vec<(usize, Vec<usize>)> {
+        let (d, c) = (p.distance.max(1) as usize, p.chain.max(1) as usize);
+        let mut out = Vec::new();
+        for &(start, end) in tokens.blocks() {
+            let (start, end) = (start as usize, end as usize);
+            for i in (start..end).filter(|&i| tokens.is_antecedent(i)) {
+                let (mut chain, mut k) = (Vec::new(), i + d);
+                while chain.len() < c {
+                    while k < end && tokens.is_stop(k) {
+                        k += 1;
+                    }
+                    if k >= end {
+                        break;
+                    }
+                    chain.push(k);
+                    k += d;
+                }
+                if chain.len() == c {
+                    out.push((i, chain));
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn chains_equal_the_definition(
+            words in proptest::collection::vec(0usize..8, 0..200),
+            d in 1u32..4, c in 1u32..4,
+        ) {
+            const W: [&str; 8] = ["the", "a", "of", "river", "rose", "is", "high", "town"];
+            let lists = WordLists::new(&["the", "a", "of", "is"], &["the", "a", "is"]);
+            let tok = Tokenizer::new(lists, Language::English, false);
+            let mut t = Tokens::default();
+            for block in words.chunks(37) {
+                let text: Vec<&str> = block.iter().map(|&w| W[w]).collect();
+                tok.push_block(&text.join(" "), &mut t);
+            }
+            let p = SpotParams { distance: d, chain: c };
+            let mut got = Vec::new();
+            for_each_chain(&t, p, |i, ch| got.push((i, ch.to_vec())));
+            proptest::prop_assert_eq!(got, naive(&t, p));
+        }
+    }
+
+    #[test]
+    fn a_block_of_stopwords_has_no_signatures() {
+        let lists = WordLists::new(&Language::English.stopwords(), &["the"]);
+        let tok = Tokenizer::new(lists, Language::English, false);
+        let mut t = Tokens::default();
+        tok.push_block(&"the ".repeat(200_000), &mut t);
+        let p = SpotParams {
+            distance: 1,
+            chain: 2,
+        };
+        assert_eq!(spotsigs(&t, p).set_len(), 0);
     }
 }

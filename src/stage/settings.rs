@@ -53,12 +53,11 @@ impl Start {
         if s.eq_ignore_ascii_case("earliest") || s.is_empty() {
             return Ok(Start::Earliest);
         }
-        if let Ok(t) = humantime::parse_rfc3339_weak(s) {
-            let ms = t
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .context("a start time before 1970")?;
-            return Ok(Start::Time(ms));
+        if let Some(secs) = crate::record::parse_time(s) {
+            if secs < 0 {
+                bail!("start time {s} is before 1970");
+            }
+            return Ok(Start::Time(secs * 1000));
         }
         let mut offsets = Vec::new();
         for part in s.split(',') {

@@ -147,12 +147,61 @@ impl Default for StripOptions {
 /// Strips the markup of `html` (any text: HTML, plain text or junk) into text blocks.
 pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let (input, truncated) = cut(html, opts.max_bytes);
+    let input = tame_tags(input);
     let mut out = match opts.mode {
-        StripMode::Tokens => strip_tokens(input),
-        StripMode::Tree => strip_tree(input),
+        StripMode::Tokens => strip_tokens(&input),
+        StripMode::Tree => strip_tree(&input),
     };
     out.truncated = truncated;
     out
+}
+
+/// The longest start tag kept whole, in bytes. Longer ones are cut to this length: a tag holds
+/// no visible text, and the tokenizer checks each new attribute of a tag against all earlier
+/// ones, so a tag with a million attributes would cost minutes.
+pub const MAX_TAG_BYTES: usize = 64 * 1024;
+
+/// Cuts every tag (a `<` followed by a letter or `/`, up to the next `>`) longer than
+/// [`MAX_TAG_BYTES`]; an unterminated one at the end is cut likewise. Linear; borrows when
+/// nothing is cut (every normal page).
+pub fn tame_tags(html: &str) -> std::borrow::Cow<'_, str> {
+    let b = html.as_bytes();
+    let mut out: Option<String> = None;
+    let mut copied = 0; // bytes of `html` already handled in `out`
+    let mut at = 0;
+    let mut next_gt: Option<usize> = None; // a known `>` position ≥ at (None: none left)
+    let mut gt_known = false;
+    while let Some(off) = memchr::memchr(b'<', &b[at..]) {
+        let lt = at + off;
+        at = lt + 1;
+        match b.get(lt + 1) {
+            Some(c) if c.is_ascii_alphabetic() || *c == b'/' => {}
+            _ => continue,
+        }
+        if !gt_known || next_gt.is_some_and(|g| g < lt) {
+            next_gt = memchr::memchr(b'>', &b[lt..]).map(|g| lt + g);
+            gt_known = true;
+        }
+        let end = next_gt.unwrap_or(b.len());
+        if end - lt <= MAX_TAG_BYTES {
+            continue;
+        }
+        let mut keep = lt + MAX_TAG_BYTES;
+        while !html.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let o = out.get_or_insert_with(|| String::with_capacity(html.len()));
+        o.push_str(&html[copied..keep]);
+        copied = end; // resume at the `>` (or the end)
+        at = end.max(at);
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(html),
+        Some(mut o) => {
+            o.push_str(&html[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+    }
 }
 
 fn cut(s: &str, max: usize) -> (&str, bool) {
@@ -638,6 +687,22 @@ fn strip_tree(html: &str) -> Stripped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlong_tags_are_cut_and_the_text_after_them_kept() {
+        let normal = "<p class=a>x < y and <b>bold</b></p>";
+        assert!(matches!(tame_tags(normal), std::borrow::Cow::Borrowed(_)));
+        let attrs: String = (0..100_000).map(|i| format!(" a{i}=v")).collect();
+        let page = format!("<p>before</p><div{attrs}>after é</div><span{attrs}");
+        let tamed = tame_tags(&page);
+        assert!(tamed.len() < 2 * MAX_TAG_BYTES + 100, "{}", tamed.len());
+        assert!(tamed.contains(">after é</div>"));
+        let text = strip(&page, &StripOptions::default()).text;
+        assert!(text.contains("before") && text.contains("after"), "{text}");
+        // a '<' that opens no tag is text, however far the next '>'
+        let plain = format!("a < b {}", "word ".repeat(30_000));
+        assert!(matches!(tame_tags(&plain), std::borrow::Cow::Borrowed(_)));
+    }
 
     fn strip_in(html: &str, mode: StripMode) -> Stripped {
         strip(

@@ -52,6 +52,8 @@ pub enum BadReason {
     TooLarge,
     /// A Kafka record with no value or only whitespace.
     EmptyRecord,
+    /// The record's output was refused by the broker as too large.
+    OutputTooLarge,
 }
 
 impl BadReason {
@@ -67,6 +69,7 @@ impl BadReason {
             BadReason::InvalidFetchedAt => "invalid_fetched_at",
             BadReason::TooLarge => "too_large",
             BadReason::EmptyRecord => "empty_record",
+            BadReason::OutputTooLarge => "output_too_large",
         }
     }
 }

@@ -168,12 +168,27 @@ pub fn consumer(s: &StageSettings, ctx: StageContext) -> Result<StageConsumer> {
 
 fn consumer_config(s: &StageSettings) -> ClientConfig {
     let mut c = base_config(s);
+    let fetch_bytes = (s.max_record_bytes as u64 + (1 << 20)).min(1 << 30);
+    let user_max = s
+        .properties
+        .get("message.max.bytes")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    let fetch_total = fetch_bytes.max(52_428_800).max(user_max);
     c.set("group.id", &s.group_id)
         .set("enable.auto.commit", "true")
         .set("auto.commit.interval.ms", "1000")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("fetch.wait.max.ms", "100")
+        // a record up to the record limit must fit one fetch, or its partition would stall
+        // on brokers that do not return an oversized first record
+        .set("max.partition.fetch.bytes", fetch_bytes.to_string())
+        .set("fetch.max.bytes", fetch_total.to_string())
+        .set(
+            "receive.message.max.bytes",
+            (fetch_total + (1 << 20)).to_string(),
+        )
         .set(
             "enable.partition.eof",
             if s.mode == super::Mode::Replay {

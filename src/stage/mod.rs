@@ -147,8 +147,15 @@ struct Inbound {
     key: Option<Vec<u8>>,
     timestamp_ms: Option<i64>,
     consumed: Instant,
+    /// The first bytes of the record (for a dead letter if its output is refused).
+    head: Vec<u8>,
+    /// The record's size.
+    len: usize,
     _permit: OwnedSemaphorePermit,
 }
+
+/// Bytes of the original kept for a dead letter written when an output is refused.
+const HEAD_BYTES: usize = 64 * 1024;
 
 type PrepOutput = (Vec<u8>, Prepared, PrepareTimes);
 
@@ -296,6 +303,7 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
     // the producer and the offset store
     let producing = tokio::spawn(produce_loop(
         producer,
+        Arc::from(s.dead_letter_topic.as_str()),
         Arc::clone(&consumer),
         out_rx,
         s.max_in_flight,
@@ -352,6 +360,7 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
             }
             metrics::counter!(tm::RECORDS_IN, "topic" => topic.to_string()).increment(1);
             summary.records += 1;
+            let value = m.payload().unwrap_or_default();
             let inbound = Inbound {
                 topic: Arc::from(topic),
                 partition,
@@ -359,6 +368,8 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
                 key: m.key().map(<[u8]>::to_vec),
                 timestamp_ms: m.timestamp().to_millis(),
                 consumed: Instant::now(),
+                head: value[..value.len().min(HEAD_BYTES)].to_vec(),
+                len: value.len(),
                 _permit: permit,
             };
             let payload = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
@@ -705,6 +716,7 @@ fn publish_index_stats(index: &Index) {
 /// acknowledged. Returns the number of acknowledged outputs.
 async fn produce_loop(
     producer: Option<FutureProducer<StageContext>>,
+    dead_topic: Arc<str>,
     consumer: Arc<StageConsumer>,
     mut rx: mpsc::Receiver<Outbound>,
     max_pending: usize,
@@ -717,6 +729,7 @@ async fn produce_loop(
     };
     let r = produce_inner(
         producer,
+        dead_topic,
         consumer,
         &mut rx,
         max_pending,
@@ -728,8 +741,10 @@ async fn produce_loop(
     (r, lat)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn produce_inner(
     producer: Option<FutureProducer<StageContext>>,
+    dead_topic: Arc<str>,
     consumer: Arc<StageConsumer>,
     rx: &mut mpsc::Receiver<Outbound>,
     max_pending: usize,
@@ -754,6 +769,27 @@ async fn produce_inner(
         tokio::select! {
             biased;
             Some((res, ob, sent)) = pending.next(), if !pending.is_empty() => {
+                let (res, ob) = match res {
+                    Err(e) if too_large(&e) && ob.label != "output_too_large" => {
+                        warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
+                            source_topic = %ob.inbound.topic, partition = ob.inbound.partition,
+                            offset = ob.inbound.offset, "output refused as too large: writing a dead letter instead");
+                        let fb = fallback(ob, dead_topic.clone(), &e);
+                        let res = match &producer {
+                            None => Ok(()),
+                            Some(p) => match send(p, &fb).await {
+                                Err(e) => Err(e),
+                                Ok(f) => match f.await {
+                                    Ok(Ok(_)) => Ok(()),
+                                    Ok(Err((e, _))) => Err(e),
+                                    Err(_) => Err(KafkaError::Canceled),
+                                },
+                            },
+                        };
+                        (res, fb)
+                    }
+                    other => (other, ob),
+                };
                 if let Err(e) = res {
                     error!(error = %e, topic = %ob.topic, source_topic = %ob.inbound.topic,
                         partition = ob.inbound.partition, offset = ob.inbound.offset,
@@ -767,7 +803,8 @@ async fn produce_inner(
                 let took = ob.inbound.consumed.elapsed().as_secs_f64();
                 metrics::histogram!(tm::RECORD_SECONDS).record(took);
                 lat.add(took);
-                metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => ob.label)
+                let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
+                metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
                     .increment(1);
                 if !dry_run {
                     acked += 1;
@@ -805,6 +842,49 @@ async fn produce_inner(
         }
     }
     Ok(acked)
+}
+
+fn too_large(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidRecord)
+    )
+}
+
+/// The dead letter that replaces an output the broker refused as too large.
+fn fallback(ob: Outbound, dead_topic: Arc<str>, e: &KafkaError) -> Outbound {
+    let i = &ob.inbound;
+    let bad = BadRecord {
+        reason: BadReason::OutputTooLarge,
+        detail: format!(
+            "the {} output ({} bytes to {}) was refused: {e}",
+            ob.label,
+            ob.payload.len(),
+            ob.topic
+        ),
+    };
+    let src = Source::Kafka {
+        topic: i.topic.to_string(),
+        partition: i.partition,
+        offset: i.offset,
+    };
+    let mut dl = DeadLetter::new(&bad, src, &i.head);
+    dl.original_bytes = Some(i.len as u64);
+    if i.head.len() < i.len {
+        dl.original_truncated = Some(true);
+    }
+    metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
+    Outbound {
+        topic: dead_topic,
+        payload: serde_json::to_vec(&dl).unwrap_or_default(),
+        headers: vec![
+            (HEADER_DECISION, "dead_letter".into()),
+            (HEADER_REASON, bad.reason.as_str().into()),
+            (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
+        ],
+        label: "output_too_large",
+        inbound: ob.inbound,
+    }
 }
 
 async fn send(

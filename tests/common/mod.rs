@@ -142,7 +142,7 @@ impl Broker {
         let p: BaseProducer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())
             .set("enable.idempotence", "true")
-            .set("message.max.bytes", "10000000")
+            .set("message.max.bytes", "100000000")
             .set("linger.ms", "5")
             .create()
             .unwrap();
@@ -284,7 +284,10 @@ impl Stage {
             .args(["--kafka-property", "session.timeout.ms=6000"])
             .args(["--kafka-property", "heartbeat.interval.ms=500"])
             .args(extra)
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("NEARDUP_TEST_RUST_LOG").unwrap_or("info".into()),
+            )
             .stdout(Stdio::null())
             .stderr(logf)
             .spawn()
@@ -470,4 +473,11 @@ pub fn wait_until(timeout: Duration, what: &str, mut f: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Peak resident memory of a process in KiB (VmHWM), if it still runs.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -36,6 +36,9 @@ pub struct BenchArgs {
     /// With --brokers: only the stage benchmark
     #[arg(long)]
     pub stage_only: bool,
+    /// With --brokers: leave out records larger than this many bytes (the broker's limit)
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_broker_record: usize,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub method: MethodOptions,

@@ -66,7 +66,8 @@ fn producer(brokers: &str) -> Result<BaseProducer> {
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
         .set("message.max.bytes", "100000000")
-        .set("linger.ms", "20")
+        .set("linger.ms", "100")
+        .set("batch.size", "16000000")
         .create()?)
 }
 
@@ -160,6 +161,17 @@ pub fn run(
             break;
         }
         lines.extend(batch.into_iter().take(limit - lines.len()).map(|l| l.bytes));
+    }
+    // records the broker can serve: some brokers return nothing for a record over a few
+    // MB, which would stall its partition (the stage's own limit is --max-record-bytes)
+    let before = lines.len();
+    lines.retain(|l| l.len() <= args.max_broker_record);
+    if lines.len() < before {
+        eprintln!(
+            "  left out {} records over {} bytes (--max-broker-record)",
+            before - lines.len(),
+            args.max_broker_record
+        );
     }
     let megabytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as f64 / 1e6;
     let dir = tempfile::tempdir()?;

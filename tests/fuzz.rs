@@ -1,0 +1,220 @@
+//! A mutation fuzzer on the stable toolchain, run by `scripts/fuzz.sh` for a set time (not
+//! part of the default suite). Targets: record decode → strip → sign → fingerprint, and the
+//! index's document record decoding. Seeds are the project's own fixtures; an input that
+//! panics is written to `tests/data/fuzz/` and the run fails. Every file kept there is
+//! replayed by the default suite (`fuzz_regressions`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use neardup::dedup::prepare;
+use neardup::index::DocRecord;
+use neardup::signature::{SignatureConfig, Signer};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for f in ["examples/pages.jsonl", "examples/bad.jsonl"] {
+        for l in std::fs::read(root().join(f))
+            .unwrap()
+            .split(|b| *b == b'\n')
+        {
+            if !l.is_empty() {
+                v.push(l.to_vec());
+            }
+        }
+    }
+    for e in std::fs::read_dir(root().join("tests/data"))
+        .unwrap()
+        .flatten()
+    {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "html") {
+            let html = std::fs::read_to_string(&p).unwrap();
+            v.push(
+                serde_json::to_vec(&serde_json::json!({"url": "https://f.test/", "html": html}))
+                    .unwrap(),
+            );
+        }
+    }
+    v
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const TOKENS: &[&[u8]] = &[
+    b"<",
+    b">",
+    b"</",
+    b"<!--",
+    b"-->",
+    b"<script>",
+    b"</script>",
+    b"<style>",
+    b"&amp;",
+    b"&#x110000;",
+    b"&#0;",
+    b"\"",
+    b"\\",
+    b"\\u0000",
+    b"\\ud800",
+    b"\xff",
+    b"\0",
+    b"the ",
+    b"<div a=1 a=2>",
+    b"<![CDATA[",
+    b"<p>",
+    b"\n",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b",",
+    b":",
+];
+
+fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
+    let mut v = seed.to_vec();
+    for _ in 0..1 + rng.below(8) {
+        let at = rng.below(v.len() + 1);
+        match rng.below(6) {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] ^= 1 << rng.below(8);
+            }
+            1 if !v.is_empty() => {
+                let end = (at + rng.below(64)).min(v.len());
+                v.drain(at.min(end)..end);
+            }
+            2 => {
+                let t = TOKENS[rng.below(TOKENS.len())];
+                let cap = if rng.below(10) == 0 { 5000 } else { 4 };
+                let times = 1 + rng.below(cap);
+                for _ in 0..times {
+                    v.splice(at..at, t.iter().copied());
+                }
+            }
+            3 if !other.is_empty() => {
+                let a = rng.below(other.len());
+                let b = (a + rng.below(4096)).min(other.len());
+                v.splice(at..at, other[a..b].iter().copied());
+            }
+            4 => v.truncate(at),
+            _ => {
+                let b = rng.next() as u8;
+                v.insert(at.min(v.len()), b);
+            }
+        }
+    }
+    v
+}
+
+fn check_page(signer: &Signer, bytes: &[u8]) {
+    let _ = prepare(bytes, signer, 1 << 24);
+    // and the bytes as the page itself, so most inputs reach strip and sign
+    let signed = signer.sign(&String::from_utf8_lossy(bytes));
+    assert_eq!(signed.fingerprint.len(), 1);
+}
+
+fn check_doc(bytes: &[u8]) {
+    if let Ok(d) = DocRecord::decode(bytes) {
+        // what decodes must encode back to something that decodes to the same record
+        let again = DocRecord::decode(&d.encode()).expect("re-encoded record decodes");
+        assert_eq!(again.id, d.id);
+    }
+}
+
+fn keep(name: &str, input: &[u8]) -> PathBuf {
+    let dir = root().join("tests/data/fuzz");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}-{:08x}.bin", crc32fast::hash(input)));
+    std::fs::write(&p, input).unwrap();
+    p
+}
+
+#[test]
+#[ignore]
+fn fuzz_for_a_while() {
+    let secs: u64 = std::env::var("NEARDUP_FUZZ_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let target = std::env::var("NEARDUP_FUZZ_TARGET").unwrap_or_else(|_| "page".into());
+    let signer = Signer::new(&SignatureConfig::default()).unwrap();
+    let seeds = seeds();
+    let doc_seeds: Vec<Vec<u8>> = seeds
+        .iter()
+        .filter_map(|s| neardup::record::decode_page(s, 1 << 24).ok())
+        .map(|p| {
+            let signed = signer.sign(&p.page.html);
+            DocRecord {
+                id: p.doc_id,
+                url: p.page.url,
+                first_seen: 1_790_000_000,
+                fingerprint: signed.fingerprint,
+                sigs: signed.sigs,
+                decision: neardup::index::Decision::plain(neardup::index::DecisionKind::Unique),
+            }
+            .encode()
+        })
+        .collect();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ secs);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut runs = 0u64;
+    std::panic::set_hook(Box::new(|_| {}));
+    while Instant::now() < deadline {
+        let pool = if target == "doc" { &doc_seeds } else { &seeds };
+        let a = &pool[rng.below(pool.len())];
+        let b = &pool[rng.below(pool.len())];
+        let input = mutate(&mut rng, a, b);
+        let r = std::panic::catch_unwind(|| {
+            if target == "doc" {
+                check_doc(&input)
+            } else {
+                check_page(&signer, &input)
+            }
+        });
+        if r.is_err() {
+            let p = keep(&target, &input);
+            let _ = std::panic::take_hook();
+            panic!("target {target}: a panic, input kept in {}", p.display());
+        }
+        runs += 1;
+    }
+    let _ = std::panic::take_hook();
+    eprintln!("fuzz {target}: {runs} inputs in {secs} s, no panic");
+}
+
+/// Every input the fuzzer ever kept still runs without a panic.
+#[test]
+fn fuzz_regressions() {
+    let dir = root().join("tests/data/fuzz");
+    let signer = Signer::new(&SignatureConfig::default()).unwrap();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p: &Path = &e.path();
+        let bytes = std::fs::read(p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("doc-") {
+            check_doc(&bytes);
+        } else if name.starts_with("page-") {
+            check_page(&signer, &bytes);
+        }
+    }
+}

@@ -331,7 +331,7 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
 /// Reads all outputs (at least `n`, then until quiet) and checks: every input id answered,
 /// repeated outputs byte-identical to the first.
 fn check_no_loss(b: &Broker, ids: &BTreeSet<String>) -> Vec<Out> {
-    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(8));
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
     let mut first: BTreeMap<String, &Out> = BTreeMap::new();
     for o in &outs {
         let src = o.source();
@@ -391,7 +391,7 @@ fn stop_and_kill_mid_stream_lose_nothing_and_repeat_identically() {
     });
     s1.signal("TERM");
     assert_eq!(s1.wait(Duration::from_secs(30)), Some(0), "SIGTERM exits 0");
-    let after_term = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(3)).len() as f64;
+    let after_term = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len() as f64;
     assert!(
         after_term < total,
         "stopped mid-stream ({after_term} of {total})"
@@ -407,7 +407,7 @@ fn stop_and_kill_mid_stream_lose_nothing_and_repeat_identically() {
         None,
         "killed by the signal"
     );
-    let after_kill = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(3)).len() as f64;
+    let after_kill = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len() as f64;
     assert!(
         after_kill < total,
         "killed mid-stream ({after_kill} of {total})"
@@ -419,7 +419,7 @@ fn stop_and_kill_mid_stream_lose_nothing_and_repeat_identically() {
     s3.wait_ready(Duration::from_secs(60));
     wait_until(Duration::from_secs(120), "the rest", || {
         let n = b
-            .read(&OUTPUTS, usize::MAX, Duration::from_secs(3))
+            .read(&OUTPUTS, usize::MAX, Duration::from_secs(120))
             .iter()
             .map(Out::source)
             .collect::<BTreeSet<_>>()

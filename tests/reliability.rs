@@ -62,7 +62,7 @@ fn kill_twenty_times_during_ten_thousand_records() {
             "the index does not open after kill {k}: {}",
             String::from_utf8_lossy(&stats.stderr)
         );
-        let n = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(2)).len();
+        let n = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len();
         done_at_kill.push(n);
         eprintln!("kill {}: {n} outputs so far", k + 1);
         // the killed member leaves the group after its session timeout
@@ -75,7 +75,7 @@ fn kill_twenty_times_during_ten_thousand_records() {
     let mut s = Stage::start(&b, &index, &dir.path().join("final.log"), &[]);
     s.wait_ready(Duration::from_secs(90));
     wait_until(Duration::from_secs(600), "every record answered", || {
-        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(3))
+        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120))
             .iter()
             .map(Out::source)
             .collect::<BTreeSet<_>>()
@@ -85,7 +85,7 @@ fn kill_twenty_times_during_ten_thousand_records() {
     s.signal("TERM");
     assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
 
-    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(10));
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
     let mut first: BTreeMap<String, &Out> = BTreeMap::new();
     let mut repeats = 0;
     for o in &outs {

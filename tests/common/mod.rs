@@ -167,7 +167,8 @@ impl Broker {
             .expect("all records acknowledged");
     }
 
-    /// Reads every record of `topics` until `count` records arrived (or `timeout`).
+    /// Reads the records of `topics` until `count` arrived, nothing more came for 2 s after
+    /// the first one, or `timeout` passed.
     pub fn read(&self, topics: &[&str], count: usize, timeout: Duration) -> Vec<Out> {
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())
@@ -187,9 +188,14 @@ impl Broker {
         c.assign(&tpl).unwrap();
         let mut out = Vec::new();
         let deadline = Instant::now() + timeout;
+        let mut last = Instant::now();
         while out.len() < count && Instant::now() < deadline {
+            if !out.is_empty() && last.elapsed() > Duration::from_secs(2) {
+                break;
+            }
             match c.poll(Duration::from_millis(200)) {
                 Some(Ok(m)) => {
+                    last = Instant::now();
                     let mut headers = BTreeMap::new();
                     if let Some(h) = m.headers() {
                         for x in h.iter() {

@@ -410,6 +410,11 @@ fn options() -> Options {
     opts.set_write_buffer_size(64 << 20);
     opts.set_block_based_table_factory(&table);
     opts.increase_parallelism(2);
+    // retention deletes whole documents: files dense with deletions are compacted soon, so
+    // the space of expired entries comes back instead of piling up as tombstones
+    opts.add_compact_on_deletion_collector_factory(10_000, 5_000, 0.5);
+    // all memtables together stay under 256 MiB, whatever the number of families
+    opts.set_db_write_buffer_size(256 << 20);
     opts
 }
 

@@ -52,38 +52,14 @@ fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, String)
     std::fs::read_to_string(out)
         .unwrap()
         .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["id"].as_str().unwrap().to_string(),
-                (
-                    v["dedup"]["decision"].as_str().unwrap().to_string(),
-                    v["dedup"]["canonical_id"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string(),
-                ),
-            )
-        })
+        .map(|l| decision_of(&serde_json::from_str(l).unwrap()))
         .collect()
 }
 
 fn decisions(outs: &[Out]) -> BTreeMap<String, (String, String)> {
     outs.iter()
         .filter(|o| o.topic != "pages-dead-letter" && !o.topic.ends_with("dead"))
-        .map(|o| {
-            let v = o.json();
-            (
-                v["id"].as_str().unwrap().to_string(),
-                (
-                    v["dedup"]["decision"].as_str().unwrap().to_string(),
-                    v["dedup"]["canonical_id"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string(),
-                ),
-            )
-        })
+        .map(|o| decision_of(&o.json()))
         .collect()
 }
 
@@ -366,13 +342,7 @@ fn stop_and_kill_mid_stream_lose_nothing_and_repeat_identically() {
     let index = dir.path().join("index");
     let records = synthetic(300, 3);
     let total = records.len() as f64;
-    let ids: BTreeSet<String> = records
-        .iter()
-        .map(|(_, _, v)| {
-            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let ids = ids(&records);
     b.produce("pages", &records);
     // slow enough to be stopped mid-stream
     let slow = [
@@ -464,13 +434,7 @@ fn two_members_of_a_group_split_the_partitions_and_lose_nothing() {
             == 4.0
     });
     let records = synthetic(100, 4);
-    let ids: BTreeSet<String> = records
-        .iter()
-        .map(|(_, _, v)| {
-            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let ids = ids(&records);
     b.produce("pages", &records);
     wait_until(Duration::from_secs(120), "all outputs", || {
         a.metric("neardup_records_out_total", "") + c.metric("neardup_records_out_total", "")
@@ -491,13 +455,7 @@ fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
     topics(&b, 3);
     let dir = tempfile::tempdir().unwrap();
     let records = synthetic(200, 3);
-    let ids: BTreeSet<String> = records
-        .iter()
-        .map(|(_, _, v)| {
-            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let ids = ids(&records);
     let (first, second) = records.split_at(records.len() / 2);
     b.produce("pages", first);
     let mut s = Stage::start(

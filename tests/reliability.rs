@@ -30,13 +30,7 @@ fn kill_twenty_times_during_ten_thousand_records() {
     let dir = tempfile::tempdir().unwrap();
     let index = dir.path().join("index");
     let records = synthetic(3334, 3);
-    let ids: BTreeSet<String> = records
-        .iter()
-        .map(|(_, _, v)| {
-            let v: serde_json::Value = serde_json::from_slice(v.as_ref().unwrap()).unwrap();
-            v["id"].as_str().unwrap().to_string()
-        })
-        .collect();
+    let ids = ids(&records);
     b.produce("pages", &records);
     let started = Instant::now();
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
@@ -121,22 +115,12 @@ fn kill_twenty_times_during_ten_thousand_records() {
         .status()
         .unwrap()
         .success());
-    let decision = |v: &serde_json::Value| {
-        (
-            v["id"].as_str().unwrap().to_string(),
-            v["dedup"]["decision"].as_str().unwrap().to_string(),
-            v["dedup"]["canonical_id"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-        )
-    };
     let expected: BTreeSet<_> = std::fs::read_to_string(out)
         .unwrap()
         .lines()
-        .map(|l| decision(&serde_json::from_str(l).unwrap()))
+        .map(|l| decision_of(&serde_json::from_str(l).unwrap()))
         .collect();
-    let got: BTreeSet<_> = first.values().map(|o| decision(&o.json())).collect();
+    let got: BTreeSet<_> = first.values().map(|o| decision_of(&o.json())).collect();
     assert_eq!(got, expected, "decisions differ from an uninterrupted run");
     eprintln!(
         "kill test: {} records, {kills} kills survived, 0 lost, {repeats} repeated outputs \

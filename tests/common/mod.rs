@@ -487,3 +487,26 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// The page ids of input records.
+pub fn ids(records: &[Input]) -> std::collections::BTreeSet<String> {
+    records
+        .iter()
+        .filter_map(|(_, _, v)| serde_json::from_slice::<serde_json::Value>(v.as_ref()?).ok())
+        .filter_map(|v| v["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A tagged record's id and its (decision, canonical id).
+pub fn decision_of(v: &serde_json::Value) -> (String, (String, String)) {
+    (
+        v["id"].as_str().unwrap().to_string(),
+        (
+            v["dedup"]["decision"].as_str().unwrap().to_string(),
+            v["dedup"]["canonical_id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        ),
+    )
+}

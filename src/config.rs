@@ -136,7 +136,7 @@ pub struct DetectOptions {
     /// Blocks (alg-g) or groups (alg-h); 0 picks the default for the radius [default: 0]
     #[arg(long, env = "NEARDUP_M")]
     pub m: Option<u32>,
-    /// Pages with fewer distinct signatures are skipped [default: 5]
+    /// Pages with fewer distinct signatures are skipped [default: 10]
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
     pub min_signatures: Option<u32>,
     /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)

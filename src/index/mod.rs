@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 1)
+//! # Key layout (format version 2)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -37,9 +37,11 @@ pub use store::{
 
 use crate::signature::{Measure, SignatureConfig, Signatures};
 
-/// Version of the key layout and record encodings. Bump on any change of either (or of the
-/// fingerprint functions), and an index of another version is refused.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the key layout and record encodings. Bump on any change of either, or of what
+/// a stored document's signatures and fingerprint are computed from (the fingerprint
+/// functions, the text extraction), and an index of another version is refused.
+/// Version 2: main-region extraction with boilerplate and layout containers.
+pub const FORMAT_VERSION: u32 = 2;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -119,7 +121,7 @@ impl Default for IndexParams {
             threshold: 0.5,
             rh: 3,
             m: 0,
-            min_signatures: 5,
+            min_signatures: 10,
             signature: SignatureConfig::default(),
         }
     }

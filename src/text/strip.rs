@@ -215,44 +215,55 @@ fn cut(s: &str, max: usize) -> (&str, bool) {
     (&s[..end], true)
 }
 
-const NEGATIVE_HINTS: &[&str] = &[
+/// The largest share of a page's words a negative container may hold and still be
+/// treated as boilerplate (see `Builder::assign_contexts`).
+const MAX_BOILERPLATE_SHARE: f64 = 0.5;
+
+/// Class and id words that name boilerplate content (comments, consent notices, popups,
+/// ads, share bars, …): a container with one is boilerplate whatever its size.
+const BOILERPLATE_HINTS: &[&str] = &[
     "ad",
     "ads",
     "advert",
     "advertisement",
-    "banner",
     "breadcrumb",
     "breadcrumbs",
     "comment",
+    "commenting",
     "comments",
     "consent",
     "cookie",
     "cookies",
     "disqus",
-    "footer",
     "gdpr",
-    "masthead",
-    "menu",
     "modal",
-    "nav",
-    "navbar",
-    "navigation",
     "newsletter",
     "pagination",
-    "pager",
     "popup",
     "promo",
     "recommended",
     "related",
     "share",
     "sharing",
-    "sidebar",
     "signup",
     "social",
     "sponsor",
     "sponsored",
     "subscribe",
     "subscription",
+];
+/// Class and id words that name page layout around the content (footer, sidebar, menu, …):
+/// boilerplate too, unless the container holds most of the page (a layout wrapper).
+const LAYOUT_HINTS: &[&str] = &[
+    "banner",
+    "footer",
+    "masthead",
+    "menu",
+    "nav",
+    "navbar",
+    "navigation",
+    "pager",
+    "sidebar",
     "toolbar",
 ];
 const POSITIVE_HINTS: &[&str] = &[
@@ -268,17 +279,32 @@ const POSITIVE_HINTS: &[&str] = &[
     "text",
 ];
 
-/// Content hint of a container element: its tag (article, main: +1; nav, aside, footer,
-/// form, dialog: −1) plus its class and id words (split on non-alphanumerics): +1 if any is
-/// a positive hint (article, content, post, …), −1 if any is a negative hint (footer,
-/// comment, popup, cookie, …). Returns `None` for elements that are not containers.
+/// Hint of a boilerplate container ([`container_weight`]).
+pub const BOILERPLATE: i32 = -2;
+/// Hint of a layout container ([`container_weight`]).
+pub const LAYOUT: i32 = -1;
+/// Hint of a content container ([`container_weight`]).
+pub const CONTENT: i32 = 1;
+
+/// Whether a class or id word is a hint (ASCII case-insensitive, whole words only: a
+/// prefix rule would read Drupal's `node--promoted` as a promo).
+fn matches_hint(word: &str, hint: &str) -> bool {
+    word.eq_ignore_ascii_case(hint)
+}
+
+/// Content hint of a container element, from its tag and its class and id words (split on
+/// non-alphanumerics): [`BOILERPLATE`] for a `dialog` or a boilerplate word (comment,
+/// cookie, popup, …), else [`LAYOUT`] for `nav`, `aside`, `footer`, `form` or a layout
+/// word (footer, sidebar, menu, …), else [`CONTENT`] for `article`, `main` or a content
+/// word (article, content, post, …), else 0. Negative hints win over positive ones
+/// (`comments-body` is boilerplate). Returns `None` for elements that are not containers.
 pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Option<i32> {
     let tag = container_tag_weight(name)?;
-    let (mut pos, mut neg) = (false, false);
-    let is = |list: &[&str], w: &str| list.iter().any(|h| h.eq_ignore_ascii_case(w));
+    let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
+    let any = |list: &[&str], w: &str| list.iter().any(|h| matches_hint(w, h));
     for (k, v) in attrs {
         if k != "class" && k != "id" {
             continue;
@@ -287,18 +313,26 @@ pub fn container_weight<'a>(
             .split(|c: char| !c.is_ascii_alphanumeric())
             .filter(|w| !w.is_empty())
         {
-            pos |= is(POSITIVE_HINTS, word);
-            neg |= is(NEGATIVE_HINTS, word);
+            boilerplate |= any(BOILERPLATE_HINTS, word);
+            layout |= any(LAYOUT_HINTS, word);
+            pos |= any(POSITIVE_HINTS, word);
         }
     }
-    Some(tag + pos as i32 - neg as i32)
+    Some(if boilerplate {
+        BOILERPLATE
+    } else if layout {
+        LAYOUT
+    } else {
+        pos as i32 * CONTENT
+    })
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.
 fn container_tag_weight(name: &str) -> Option<i32> {
     match name {
-        "article" | "main" => Some(1),
-        "nav" | "aside" | "footer" | "form" | "dialog" => Some(-1),
+        "article" | "main" => Some(CONTENT),
+        "dialog" => Some(BOILERPLATE),
+        "nav" | "aside" | "footer" | "form" => Some(LAYOUT),
         "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => Some(0),
         _ => None,
     }
@@ -307,7 +341,7 @@ fn container_tag_weight(name: &str) -> Option<i32> {
 /// Open containers with their weights; bounded so hostile nesting cannot grow it.
 #[derive(Default)]
 struct Containers {
-    stack: Vec<(String, i32)>,
+    stack: Vec<String>,
     /// Containers opened beyond the bound (not tracked).
     overflow: u32,
 }
@@ -320,8 +354,8 @@ impl Containers {
             self.overflow += 1;
             return;
         }
-        self.stack.push((name.to_string(), weight));
-        b.context += weight;
+        self.stack.push(name.to_string());
+        b.enter(weight);
     }
 
     /// Closes the innermost open container of this name (and any left open inside it);
@@ -331,9 +365,9 @@ impl Containers {
             self.overflow -= 1;
             return;
         }
-        if let Some(pos) = self.stack.iter().rposition(|(n, _)| n == name) {
-            for (_, w) in self.stack.drain(pos..) {
-                b.context -= w;
+        if let Some(pos) = self.stack.iter().rposition(|n| n == name) {
+            for _ in self.stack.drain(pos..) {
+                b.leave();
             }
         }
     }
@@ -389,14 +423,74 @@ struct Builder {
     words: u32,
     link_words: u32,
     tags: u32,
-    /// Context weight of the open containers.
-    context: i32,
-    /// Context weight when the current block got its first text.
-    block_context: i32,
+    /// Open containers: the first block that can start inside each, and its hint.
+    open: Vec<(u32, i32)>,
+    /// Closed containers with a hint: first block, end block (exclusive), hint.
+    hinted: Vec<(u32, u32, i32)>,
     pending_space: bool,
 }
 
 impl Builder {
+    /// Blocks ended so far, plus the current one if it has text.
+    fn blocks_begun(&self) -> u32 {
+        (self.out.blocks.len() + (self.out.text.len() > self.start) as usize) as u32
+    }
+
+    /// A container with hint `weight` opens.
+    fn enter(&mut self, weight: i32) {
+        self.open.push((self.blocks_begun(), weight));
+    }
+
+    /// The innermost open container closes.
+    fn leave(&mut self) {
+        if let Some((first, weight)) = self.open.pop() {
+            let end = self.blocks_begun();
+            if weight != 0 && end > first {
+                self.hinted.push((first, end, weight));
+            }
+        }
+    }
+
+    /// Sets each block's [`Block::context`] from the hinted containers around it: −1 inside
+    /// a negative container that holds at most [`MAX_BOILERPLATE_SHARE`] of the page's
+    /// words, else +1 inside a positive container, else 0. A negative container around most
+    /// of the page is a layout wrapper (a page-wide `<form>`, an unclosed `<aside>`, a
+    /// "layout-sidebar" column holding the article), not boilerplate.
+    fn assign_contexts(&mut self) {
+        while !self.open.is_empty() {
+            self.leave();
+        }
+        let blocks = &mut self.out.blocks;
+        let n = blocks.len();
+        let mut prefix = Vec::with_capacity(n + 1);
+        prefix.push(0u64);
+        for b in blocks.iter() {
+            prefix.push(prefix[prefix.len() - 1] + b.words as u64);
+        }
+        let total = prefix[n] as f64;
+        let (mut neg, mut pos) = (vec![0i32; n + 1], vec![0i32; n + 1]);
+        for &(first, end, weight) in &self.hinted {
+            let (f, e) = ((first as usize).min(n), (end as usize).min(n));
+            let diff = if weight > 0 {
+                &mut pos
+            } else if weight <= BOILERPLATE
+                || ((prefix[e] - prefix[f]) as f64) <= MAX_BOILERPLATE_SHARE * total
+            {
+                &mut neg
+            } else {
+                continue;
+            };
+            diff[f] += 1;
+            diff[e] -= 1;
+        }
+        let (mut in_neg, mut in_pos) = (0, 0);
+        for (i, b) in blocks.iter_mut().enumerate() {
+            in_neg += neg[i];
+            in_pos += pos[i];
+            b.context = if in_neg > 0 { -1 } else { (in_pos > 0) as i32 };
+        }
+    }
+
     fn text(&mut self, s: &str, in_link: bool) {
         for c in s.chars() {
             if c.is_whitespace() || c == '\0' {
@@ -404,9 +498,6 @@ impl Builder {
                 continue;
             }
             let t = &mut self.out.text;
-            if t.len() == self.start {
-                self.block_context = self.context;
-            }
             if t.len() == self.start || self.pending_space {
                 self.words += 1;
                 self.link_words += in_link as u32;
@@ -442,7 +533,7 @@ impl Builder {
                 words: self.words,
                 link_words: self.link_words,
                 tags: self.tags,
-                context: self.block_context,
+                context: 0,
             });
             self.tags = 0;
             t.push('\n');
@@ -457,6 +548,7 @@ impl Builder {
 
     fn finish(mut self) -> Stripped {
         self.end_block();
+        self.assign_contexts();
         if self.out.text.ends_with('\n') {
             self.out.text.pop();
         }
@@ -639,16 +731,13 @@ fn strip_tree(html: &str) -> Stripped {
     let mut b = Builder::default();
     let mut hidden_depth = 0u32;
     let mut link_depth = 0u32;
-    // container weights of the open elements (the tree pairs every open with a close)
-    let mut weights: Vec<i32> = Vec::new();
     for edge in doc.tree.root().traverse() {
         match edge {
             Edge::Open(node) => match node.value() {
                 Node::Element(el) => {
                     b.tags += 1;
-                    let w = container_weight(el.name(), el.attrs()).unwrap_or(0);
-                    weights.push(w);
-                    b.context += w;
+                    // the tree pairs every open with a close
+                    b.enter(container_weight(el.name(), el.attrs()).unwrap_or(0));
                     let r = role(el.name());
                     if hidden_depth > 0 || r == Role::Hidden {
                         hidden_depth += 1;
@@ -667,7 +756,7 @@ fn strip_tree(html: &str) -> Stripped {
             Edge::Close(node) => {
                 if let Node::Element(el) = node.value() {
                     b.tags += 1;
-                    b.context -= weights.pop().unwrap_or(0);
+                    b.leave();
                     if hidden_depth > 0 {
                         hidden_depth -= 1;
                         continue;
@@ -787,29 +876,75 @@ mod tests {
         let long = "the notice says that the site is committed to the access of all ".repeat(8);
         let html = format!(
             "<div class=\"post-content\"><p>the short article is about the river and the \
-             barrier that the town built</p></div><div class=\"site-popup\"><p>{long}</p></div>\
-             <form><p>{long}</p></form>"
+             barrier that the town built</p></div><div class=\"site-popup\"><div \
+             class=\"widget-text\"><p>{long}</p></div></div><form><p>{long}</p></form>"
         );
         for mode in [StripMode::Tokens, StripMode::Tree] {
             let s = strip_in(&html, mode);
             let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+            // a positive container inside a popup does not rescue it
             assert_eq!(ctx, [1, -1, -1], "{mode:?}");
             let r = main_region(&s.blocks);
             assert_eq!(r, 0..1, "{mode:?}");
         }
+        let w = |class: &str| container_weight("div", [("class", class)].into_iter());
+        assert_eq!(w("comments-area"), Some(BOILERPLATE));
+        // a negative word wins over a positive one on the same element
+        assert_eq!(w("comments-body"), Some(BOILERPLATE));
         assert_eq!(
-            container_weight("div", [("class", "comments-area")].into_iter()),
-            Some(-1)
+            w("commenting-guidelines editorial-content"),
+            Some(BOILERPLATE)
         );
+        assert_eq!(w("layout-sidebar-right"), Some(LAYOUT));
+        // whole words only
+        assert_eq!(w("node node--promoted"), Some(0));
         assert_eq!(
             container_weight("div", [("id", "post-body")].into_iter()),
-            Some(1)
+            Some(CONTENT)
         );
+        assert_eq!(w("head read"), Some(0));
+        assert_eq!(container_weight("form", std::iter::empty()), Some(LAYOUT));
         assert_eq!(
-            container_weight("div", [("class", "head read")].into_iter()),
-            Some(0)
+            container_weight("dialog", std::iter::empty()),
+            Some(BOILERPLATE)
         );
         assert_eq!(container_weight("b", std::iter::empty()), None);
+    }
+
+    #[test]
+    fn layout_wrappers_around_most_of_the_page_are_not_boilerplate() {
+        let article = "<p>the council said that the new bridge would open in the spring and \
+                       that the old one was to be closed</p>"
+            .repeat(6);
+        let notice = "<p>the site is committed to the access of all of its readers</p>";
+        // a page-wide <form>, an unclosed <aside> and a sidebar-layout column hold the
+        // article: they are layout, not boilerplate; a small layout block still is
+        for wrapper in [
+            format!("<form id=\"page\">{article}</form><nav>{notice}</nav>"),
+            format!("<aside class=\"announcement-banner\"><a href=\"/\">news</a><main>{article}</main><nav>{notice}</nav>"),
+            format!("<div class=\"layout-sidebar-right\">{article}</div><div class=\"footer\">{notice}</div>"),
+        ] {
+            for mode in [StripMode::Tokens, StripMode::Tree] {
+                let s = strip_in(&wrapper, mode);
+                let article_blocks = s
+                    .iter()
+                    .filter(|(_, t)| t.starts_with("the council"))
+                    .map(|(b, _)| b.context)
+                    .collect::<Vec<_>>();
+                assert_eq!(article_blocks.len(), 6, "{mode:?} {wrapper}");
+                assert!(article_blocks.iter().all(|&c| c >= 0), "{mode:?} {wrapper}");
+                let notice_ctx = s
+                    .iter()
+                    .find(|(_, t)| t.starts_with("the site"))
+                    .map(|(b, _)| b.context);
+                assert_eq!(notice_ctx, Some(-1), "{mode:?} {wrapper}");
+                let r = main_region(&s.blocks);
+                assert!(
+                    s.blocks[r].iter().all(|b| b.context >= 0),
+                    "{mode:?} {wrapper}"
+                );
+            }
+        }
     }
 
     #[test]

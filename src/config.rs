@@ -44,7 +44,7 @@ pub struct SignatureOptions {
     /// Language of the stemmer and the stopword lists
     #[arg(long, env = "NEARDUP_LANGUAGE")]
     pub language: Option<Language>,
-    /// Stem tokens before building signatures [default: false]
+    /// Stem tokens before building signatures [default: true]
     #[arg(long, env = "NEARDUP_STEM", num_args = 0..=1, default_missing_value = "true")]
     pub stem: Option<bool>,
     /// Antecedents, comma-separated [default: the language's list; English: a,an,the,is,was,are,were,be,been,has,have,had,will,would,said,that,this]

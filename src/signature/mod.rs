@@ -112,7 +112,7 @@ impl Default for SignatureConfig {
     fn default() -> Self {
         SignatureConfig {
             language: Language::English,
-            stem: false,
+            stem: true,
             stopwords: None,
             antecedents: None,
             spot_distance: 1,

@@ -12,6 +12,8 @@ const OBAMA_HTML: &str = "<html><head><title>x</title></head><body><p>At a rally
 fn reference_signer(kind: FingerprintKind, bits: u32) -> Signer {
     Signer::new(&SignatureConfig {
         antecedents: Some(["a", "an", "the", "is"].map(String::from).to_vec()),
+        // the reference vector is unstemmed
+        stem: false,
         fingerprint: kind,
         fingerprint_bits: bits,
         ..SignatureConfig::default()

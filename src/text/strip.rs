@@ -230,6 +230,7 @@ const BOILERPLATE_HINTS: &[&str] = &[
     "breadcrumbs",
     "comment",
     "commenting",
+    "commentlist",
     "comments",
     "consent",
     "cookie",

@@ -337,6 +337,17 @@ impl Stage {
             .sum()
     }
 
+    /// The values of a metric, one per label set matching `filter`.
+    pub fn metric_values(&self, name: &str, filter: &str) -> Vec<f64> {
+        let Some((200, body)) = self.get("/metrics") else {
+            return Vec::new();
+        };
+        body.lines()
+            .filter(|l| l.starts_with(name) && l.contains(filter))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .collect()
+    }
+
     pub fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .args([&format!("-{sig}"), &self.child.id().to_string()])

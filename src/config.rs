@@ -322,6 +322,12 @@ pub struct StageOptions {
     #[arg(long, env = "NEARDUP_GRACE_PERIOD", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub grace_period: Option<Duration>,
+    /// After a fatal error (the index cannot be opened or written, an output cannot be
+    /// produced), how long /readyz and /metrics keep reporting it before the process exits
+    /// with status 2; SIGTERM ends the wait, e.g. 30s [default: 30s]
+    #[arg(long, env = "NEARDUP_FAILURE_HOLD", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub failure_hold: Option<Duration>,
     /// Records consumed but not yet acknowledged, at most [default: 512]
     #[arg(long, env = "NEARDUP_MAX_IN_FLIGHT")]
     pub max_in_flight: Option<usize>,
@@ -341,7 +347,7 @@ pub struct StageOptions {
 
 impl StageOptions {
     fn or(mut self, o: StageOptions) -> StageOptions {
-        or_fields!(self, o; index, listen, grace_period, max_in_flight, no_text,
+        or_fields!(self, o; index, listen, grace_period, failure_hold, max_in_flight, no_text,
             max_record_bytes, jobs, log_format);
         self
     }

@@ -160,6 +160,8 @@ pub struct Health {
     pub draining: AtomicBool,
     /// A fatal error happened (the index cannot be written, a record cannot be produced).
     pub failed: AtomicBool,
+    /// What the fatal error was, for `/readyz`.
+    pub failure: std::sync::Mutex<Option<String>>,
 }
 
 impl Health {
@@ -182,11 +184,26 @@ impl Health {
         });
     }
 
+    /// Records a fatal error: not ready any more, `neardup_failed` 1, `/readyz` says why.
+    pub fn fail(&self, why: &str) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(why.chars().take(500).collect());
+        }
+        drop(f);
+        self.failed.store(true, Ordering::Relaxed);
+        self.publish();
+    }
+
     /// Why the stage is not ready, for `/readyz`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> String {
         if self.failed.load(Ordering::Relaxed) {
-            "failed"
-        } else if self.draining.load(Ordering::Relaxed) {
+            return match &*self.failure.lock().unwrap_or_else(|e| e.into_inner()) {
+                Some(why) => format!("failed: {why}"),
+                None => "failed".into(),
+            };
+        }
+        if self.draining.load(Ordering::Relaxed) {
             "draining"
         } else if !self.index_open.load(Ordering::Relaxed) {
             "index not open"
@@ -197,6 +214,7 @@ impl Health {
         } else {
             "ready"
         }
+        .into()
     }
 }
 
@@ -349,5 +367,12 @@ mod tests {
         h.brokers_down.store(false, Ordering::Relaxed);
         h.draining.store(true, Ordering::Relaxed);
         assert_eq!(h.reason(), "draining");
+        h.fail("the index cannot record a decision: No space left on device");
+        h.fail("a later error");
+        assert!(!h.ready());
+        assert_eq!(
+            h.reason(),
+            "failed: the index cannot record a decision: No space left on device"
+        );
     }
 }

@@ -448,6 +448,158 @@ fn two_members_of_a_group_split_the_partitions_and_lose_nothing() {
     check_no_loss(&b, &ids);
 }
 
+/// A small filesystem of its own for the index (tmpfs); unmounted on drop.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    /// Mounts one, or `None` where mounting is not allowed (it needs root).
+    fn mount(path: &Path, options: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(path).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| SmallDisk(path.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Writes a file until the filesystem is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let chunk = vec![0u8; 64 * 1024];
+    while f.write_all(&chunk).and_then(|_| f.flush()).is_ok() {}
+    let _ = f.sync_all();
+}
+
+#[test]
+fn full_disk_or_unwritable_index_stops_the_stage_which_reports_it_and_commits_nothing_unprocessed()
+{
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    let Some(ro) = SmallDisk::mount(&disk, "ro,size=1m") else {
+        eprintln!("skipped: cannot mount a small filesystem here (needs root)");
+        return;
+    };
+    let b = Broker::start();
+    topics(&b, 3);
+
+    // an unwritable index directory: not ready, the reason on /readyz, exit status 2
+    let mut s = Stage::start(
+        &b,
+        &disk.join("index"),
+        &dir.path().join("ro.log"),
+        &["--failure-hold", "60s"],
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the failure reported",
+        || matches!(s.get("/readyz"), Some((503, r)) if r.starts_with("failed:")),
+    );
+    let (_, reason) = s.get("/readyz").unwrap();
+    assert!(reason.contains("cannot open index"), "{reason}");
+    assert_eq!(s.metric("neardup_failed", ""), 1.0);
+    assert_eq!(s.get("/healthz").unwrap().0, 200);
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(30)), Some(2));
+    drop(ro);
+
+    // a disk that fills up mid-stream
+    let _disk = SmallDisk::mount(&disk, "size=48m").expect("mount");
+    let index = disk.join("index");
+    let records = synthetic(300, 3);
+    let ids = ids(&records);
+    let (first, second) = records.split_at(records.len() / 3);
+    b.produce("pages", first);
+    let mut s = Stage::start(
+        &b,
+        &index,
+        &dir.path().join("full.log"),
+        &["--failure-hold", "60s"],
+    );
+    s.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(60), "the first third", || {
+        s.metric("neardup_records_out_total", "") >= first.len() as f64
+    });
+    fill(&disk.join("filler"));
+    b.produce("pages", second);
+    wait_until(
+        Duration::from_secs(120),
+        "the failure reported",
+        || matches!(s.get("/readyz"), Some((503, r)) if r.starts_with("failed:")),
+    );
+    let (_, reason) = s.get("/readyz").unwrap();
+    assert!(reason.contains("No space left"), "{reason}");
+    assert_eq!(s.metric("neardup_failed", ""), 1.0);
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "the stage exited before its failure hold"
+    );
+    // stopped consuming: the outputs do not grow any more
+    let out_then = s.metric("neardup_records_out_total", "");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(s.metric("neardup_records_out_total", ""), out_then);
+    assert!(
+        out_then < records.len() as f64,
+        "the disk did not fill up before the end"
+    );
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(30)), Some(2));
+    let log = std::fs::read_to_string(&s.log).unwrap();
+    assert!(log.contains("No space left"), "the log does not say why");
+
+    // every committed offset has its output: nothing committed that was not processed
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
+    let answered: BTreeSet<String> = outs.iter().map(Out::source).collect();
+    let committed = b.committed("neardup", "pages", 3);
+    let mut offsets = [0i64; 3];
+    let mut covered = 0;
+    for (p, _, value) in &records {
+        let o = offsets[*p as usize];
+        offsets[*p as usize] += 1;
+        if o < committed[*p as usize] {
+            covered += 1;
+            let v: serde_json::Value = serde_json::from_slice(value.as_ref().unwrap()).unwrap();
+            assert!(
+                answered.contains(v["id"].as_str().unwrap()),
+                "offset {o} of partition {p} committed without an output"
+            );
+        }
+    }
+    assert!(
+        covered > 0,
+        "nothing was committed before the disk filled up"
+    );
+
+    // space again: a restart resumes and loses nothing
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    let mut s = Stage::start(&b, &index, &dir.path().join("again.log"), &[]);
+    s.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(120), "every record answered", || {
+        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(30))
+            .iter()
+            .map(Out::source)
+            .collect::<BTreeSet<_>>()
+            .len()
+            >= records.len()
+    });
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(30)), Some(0));
+    check_no_loss(&b, &ids);
+}
+
 #[test]
 fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
     let _g = serial();

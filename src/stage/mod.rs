@@ -218,7 +218,27 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
         None => None,
     };
     health.publish();
+    let result = stage(&s, &health, started).await;
+    if let Err(e) = &result {
+        let why = format!("{e:#}");
+        health.fail(&why);
+        if http.is_some() && !s.failure_hold.is_zero() {
+            error!(error = %why, hold_s = s.failure_hold.as_secs_f64(),
+                "stopped by a fatal error; /readyz and /metrics report it until the hold ends or SIGTERM");
+            tokio::select! {
+                _ = tokio::time::sleep(s.failure_hold) => {}
+                _ = wait_for_signal() => {}
+            }
+        }
+    }
+    if let Some(h) = http {
+        h.abort();
+    }
+    result
+}
 
+/// The stage proper, between opening the index and the final commit.
+async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Result<StageSummary> {
     // the index: a dry run decides against a checkpoint and leaves the index unchanged
     let (index, scratch) = {
         let s2 = s.clone();
@@ -448,10 +468,9 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
             dedup_back = Some(dedup);
         }
     }
-    if failure.is_some() {
+    if let Some(e) = &failure {
         stopped_by = "error";
-        health.failed.store(true, Ordering::Relaxed);
-        health.publish();
+        health.fail(&format!("{e:#}"));
     }
 
     // commit what is stored (acknowledged outputs only), then flush the index
@@ -465,15 +484,16 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
         }
     }
     if let Some(d) = &dedup_back {
-        d.index().flush().context("cannot flush the index")?;
+        match (d.index().flush(), &failure) {
+            (Ok(()), _) => {}
+            (Err(e), None) => return Err(anyhow!(e).context("cannot flush the index")),
+            (Err(e), Some(_)) => warn!(error = %e, "cannot flush the index either"),
+        }
     }
     consumer.unsubscribe();
     drop(dedup_back);
     if let Some(dir) = scratch {
         let _ = std::fs::remove_dir_all(dir);
-    }
-    if let Some(h) = http {
-        h.abort();
     }
     summary.stopped_by = stopped_by.into();
     summary.seconds = started.elapsed().as_secs_f64();

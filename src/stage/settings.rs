@@ -112,6 +112,8 @@ pub struct StageSettings {
     /// Drain time on a stop signal.
     #[serde(serialize_with = "as_secs")]
     pub grace_period: Duration,
+    /// How long the HTTP endpoints report a fatal error before the process exits.
+    pub failure_hold: Duration,
     /// In-flight bound.
     pub max_in_flight: usize,
     /// Keep the stripped text in tagged records.
@@ -334,6 +336,7 @@ impl StageSettings {
                 .unwrap_or_else(|| PathBuf::from("neardup-index")),
             listen,
             grace_period: stage.grace_period.unwrap_or(Duration::from_secs(30)),
+            failure_hold: stage.failure_hold.unwrap_or(Duration::from_secs(30)),
             max_in_flight,
             keep_text: !stage.no_text.unwrap_or(false),
             max_record_bytes,

@@ -169,6 +169,27 @@ impl Broker {
 
     /// Reads the records of `topics` until `count` arrived, nothing more came for 2 s after
     /// the first one, or `timeout` passed.
+    /// The offsets a consumer group committed on a topic's partitions (-1: none).
+    pub fn committed(&self, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition(topic, p);
+        }
+        let got = c.committed_offsets(tpl, Duration::from_secs(10)).unwrap();
+        (0..partitions)
+            .map(|p| match got.find_partition(topic, p).map(|e| e.offset()) {
+                Some(Offset::Offset(o)) => o,
+                _ => -1,
+            })
+            .collect()
+    }
+
     pub fn read(&self, topics: &[&str], count: usize, timeout: Duration) -> Vec<Out> {
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())

@@ -151,7 +151,25 @@ struct Inbound {
     head: Vec<u8>,
     /// The record's size.
     len: usize,
-    _permit: OwnedSemaphorePermit,
+    _permit: InFlight,
+}
+
+/// A record's place in the `max-in-flight` bound; `neardup_in_flight_records` counts the
+/// places taken, up when a record is consumed and down when its output is acknowledged
+/// (or it is dropped).
+struct InFlight(#[allow(dead_code)] OwnedSemaphorePermit);
+
+impl InFlight {
+    fn new(permit: OwnedSemaphorePermit) -> InFlight {
+        metrics::gauge!(tm::IN_FLIGHT).increment(1.0);
+        InFlight(permit)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!(tm::IN_FLIGHT).decrement(1.0);
+    }
 }
 
 /// Bytes of the original kept for a dead letter written when an output is refused.
@@ -390,11 +408,10 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
                 consumed: Instant::now(),
                 head: value[..value.len().min(HEAD_BYTES)].to_vec(),
                 len: value.len(),
-                _permit: permit,
+                _permit: InFlight::new(permit),
             };
             let payload = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
             drop(m);
-            metrics::gauge!(tm::IN_FLIGHT).set((s.max_in_flight - sem.available_permits()) as f64);
             let (tx, rx) = oneshot::channel();
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
             pool.spawn(move || {

@@ -148,3 +148,181 @@ fn kill_twenty_times_during_ten_thousand_records() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// Resident memory of a process in KiB (VmRSS).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Bytes of the files under a directory.
+fn du(path: &std::path::Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+/// Soak through the Kafka stage: NEARDUP_SOAK_RECORDS (default 1,000,000) generated records
+/// (stories in three templates, one fetch day per 10,000 records) through `neardup run` with
+/// a 7-day retention window. Records are produced in chunks a little ahead of the stage.
+/// Prints resident memory, throughput and index size every 10 s, then checks that memory
+/// stays flat after warm-up, throughput does not decay, and every record was answered.
+/// Run by `scripts/soak-stage.sh`.
+#[test]
+#[ignore = "long: run by scripts/soak-stage.sh"]
+fn soak_through_the_stage() {
+    let n: u64 = std::env::var("NEARDUP_SOAK_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let b = Broker::start();
+    b.create_topics(&[
+        ("pages", 3),
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 1),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let mut s = Stage::start(
+        &b,
+        &index,
+        &dir.path().join("soak.log"),
+        &["--retention", "7d", "--no-text"],
+    );
+    s.wait_ready(Duration::from_secs(90));
+    let record = move |i: u64| -> Input {
+        let (story, copy) = (i / 3, i % 3);
+        let day0 = 1_790_000_000i64;
+        let t = day0 + (i / 10_000) as i64 * 86_400;
+        let fetched = time_rfc3339(t);
+        let v = serde_json::json!({
+            "id": format!("soak-{i}"),
+            "url": format!("https://site{copy}.test/s/{story}"),
+            "html": story_page(story, copy, copy == 2),
+            "fetched_at": fetched,
+        });
+        (
+            (story % 3) as i32,
+            format!("story-{story}"),
+            Some(serde_json::to_vec(&v).unwrap()),
+        )
+    };
+    const CHUNK: u64 = 10_000;
+    let started = Instant::now();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let produced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let feeder = {
+        let (answered, produced) = (answered.clone(), produced.clone());
+        let addr = b.addr();
+        std::thread::spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            let mut next = 0;
+            while next < n {
+                // keep at most 3 chunks ahead of the stage
+                if next >= answered.load(Relaxed) + 3 * CHUNK {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+                let end = (next + CHUNK).min(n);
+                let chunk: Vec<Input> = (next..end).map(record).collect();
+                produce_to(&addr, "pages", &chunk);
+                next = end;
+                produced.store(next, Relaxed);
+            }
+        })
+    };
+    let mut samples = Vec::<(f64, f64, u64, u64)>::new();
+    loop {
+        use std::sync::atomic::Ordering::Relaxed;
+        let out = s.metric("neardup_records_out_total", "");
+        answered.store(out as u64, Relaxed);
+        let rss = rss_kib(s.child.id()).expect("the stage is running");
+        let size = du(&index);
+        let t = started.elapsed().as_secs_f64();
+        samples.push((t, out, rss, size));
+        eprintln!(
+            "{t:7.0} s {out:>10.0} answered {:>10} produced  RSS {:7.1} MiB  index {:8.1} MB",
+            produced.load(Relaxed),
+            rss as f64 / 1024.0,
+            size as f64 / 1e6
+        );
+        assert!(s.child.try_wait().unwrap().is_none(), "the stage died");
+        if out >= n as f64 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(10));
+    }
+    feeder.join().unwrap();
+    let dead = s.metric("neardup_dead_letters_total", "");
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    assert_eq!(dead, 0.0, "dead letters in the soak");
+
+    let k = samples.len();
+    assert!(k >= 10, "too few samples");
+    let warm = &samples[k / 5..];
+    let (lo, hi) = warm
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s.2), hi.max(s.2)));
+    let rates: Vec<f64> = (0..5)
+        .map(|f| {
+            let (a, b) = (&samples[f * k / 5], &samples[((f + 1) * k / 5).min(k - 1)]);
+            (b.1 - a.1) / (b.0 - a.0)
+        })
+        .collect();
+    let half = warm.len() / 2;
+    let max_first = warm[..half].iter().map(|s| s.3).max().unwrap();
+    let max_second = warm[half..].iter().map(|s| s.3).max().unwrap();
+    eprintln!(
+        "soak through the stage: {n} records in {:.0} s; RSS after warm-up {:.1}–{:.1} MiB; \
+         records/s per fifth {:?}; index max {:.0} MB (first half after warm-up) / {:.0} MB \
+         (second half)",
+        started.elapsed().as_secs_f64(),
+        lo as f64 / 1024.0,
+        hi as f64 / 1024.0,
+        rates.iter().map(|r| r.round()).collect::<Vec<_>>(),
+        max_first as f64 / 1e6,
+        max_second as f64 / 1e6
+    );
+    assert!(
+        (hi as f64) <= 1.5 * lo as f64 + 64.0 * 1024.0,
+        "resident memory keeps growing"
+    );
+    assert!(
+        rates[3] >= 0.6 * rates[1].max(rates[2]),
+        "throughput decays: {rates:?}"
+    );
+}
+
+/// Seconds since the epoch as RFC 3339 UTC.
+fn time_rfc3339(t: i64) -> String {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // civil from days (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}

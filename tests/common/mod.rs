@@ -139,32 +139,7 @@ impl Broker {
 
     /// Produces records (partition, key, value) and waits for every acknowledgement.
     pub fn produce(&self, topic: &str, records: &[Input]) {
-        let p: BaseProducer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("enable.idempotence", "true")
-            .set("message.max.bytes", "100000000")
-            .set("linger.ms", "5")
-            .create()
-            .unwrap();
-        for (part, key, value) in records {
-            let mut r: BaseRecord<'_, str, [u8]> =
-                BaseRecord::to(topic).partition(*part).key(key.as_str());
-            if let Some(v) = value {
-                r = r.payload(&v[..]);
-            }
-            let mut r = r;
-            loop {
-                match p.send(r) {
-                    Ok(()) => break,
-                    Err((_, back)) => {
-                        r = back;
-                        p.poll(Duration::from_millis(10));
-                    }
-                }
-            }
-        }
-        p.flush(Duration::from_secs(60))
-            .expect("all records acknowledged");
+        produce_to(&self.addr(), topic, records);
     }
 
     /// Reads the records of `topics` until `count` arrived, nothing more came for 2 s after
@@ -282,6 +257,36 @@ impl Out {
             v["id"].as_str().unwrap().to_string()
         }
     }
+}
+
+/// Produces records to a topic of the broker at `addr` and waits for every acknowledgement.
+pub fn produce_to(addr: &str, topic: &str, records: &[Input]) {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", addr)
+        .set("enable.idempotence", "true")
+        .set("message.max.bytes", "100000000")
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    for (part, key, value) in records {
+        let mut r: BaseRecord<'_, str, [u8]> =
+            BaseRecord::to(topic).partition(*part).key(key.as_str());
+        if let Some(v) = value {
+            r = r.payload(&v[..]);
+        }
+        let mut r = r;
+        loop {
+            match p.send(r) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    r = back;
+                    p.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    p.flush(Duration::from_secs(60))
+        .expect("all records acknowledged");
 }
 
 /// The `neardup` binary under test.

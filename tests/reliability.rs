@@ -98,7 +98,13 @@ fn kill_twenty_times_during_ten_thousand_records() {
     s.signal("TERM");
     assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
 
-    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    // a loaded broker can pause for seconds between fetches: read until 15 s of quiet
+    let outs = b.read_quiet(
+        &OUTPUTS,
+        usize::MAX,
+        Duration::from_secs(600),
+        Duration::from_secs(15),
+    );
     let mut first: BTreeMap<String, &Out> = BTreeMap::new();
     let mut repeats = 0;
     for o in &outs {
@@ -114,7 +120,15 @@ fn kill_twenty_times_during_ten_thousand_records() {
         }
     }
     let answered: BTreeSet<String> = first.keys().cloned().collect();
-    assert_eq!(answered, ids, "inputs lost");
+    let missing: Vec<_> = ids.difference(&answered).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} inputs without an output ({} outputs read), e.g. {:?}",
+        missing.len(),
+        ids.len(),
+        outs.len(),
+        &missing[..missing.len().min(5)]
+    );
     // the decisions of an uninterrupted run
     let input = dir.path().join("input.jsonl");
     let mut lines = Vec::new();
@@ -198,7 +212,14 @@ fn soak_through_the_stage() {
         &b,
         &index,
         &dir.path().join("soak.log"),
-        &["--retention", "7d", "--no-text"],
+        // the broker stalls for seconds on large produce requests: a long session
+        &[
+            "--retention",
+            "7d",
+            "--no-text",
+            "--kafka-property",
+            "session.timeout.ms=45000",
+        ],
     );
     s.wait_ready(Duration::from_secs(90));
     let record = move |i: u64| -> Input {
@@ -218,7 +239,7 @@ fn soak_through_the_stage() {
             Some(serde_json::to_vec(&v).unwrap()),
         )
     };
-    const CHUNK: u64 = 10_000;
+    const CHUNK: u64 = 2_000;
     let started = Instant::now();
     let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let produced = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -229,8 +250,8 @@ fn soak_through_the_stage() {
             use std::sync::atomic::Ordering::Relaxed;
             let mut next = 0;
             while next < n {
-                // keep at most 3 chunks ahead of the stage
-                if next >= answered.load(Relaxed) + 3 * CHUNK {
+                // keep at most 10 chunks ahead of the stage
+                if next >= answered.load(Relaxed) + 10 * CHUNK {
                     std::thread::sleep(Duration::from_millis(200));
                     continue;
                 }

@@ -267,12 +267,12 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     info!(index = %s.index.display(), method = s.params.method.as_str(),
         threshold = s.params.threshold, dry_run = s.dry_run, "index open");
 
-    let ctx = StageContext::new(Arc::clone(&health));
-    let consumer: Arc<StageConsumer> = Arc::new(kafka::consumer(&s, ctx.clone())?);
+    let ctx = StageContext::new(Arc::clone(health));
+    let consumer: Arc<StageConsumer> = Arc::new(kafka::consumer(s, ctx.clone())?);
     let producer: Option<FutureProducer<StageContext>> = if s.dry_run {
         None
     } else {
-        Some(kafka::producer(&s, ctx.clone())?)
+        Some(kafka::producer(s, ctx.clone())?)
     };
     let mut bounds = match s.mode {
         Mode::Run => {
@@ -305,7 +305,7 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     let (stop_tx, mut stop_rx) = watch::channel(false);
     {
         let stop_tx = stop_tx.clone();
-        let health = Arc::clone(&health);
+        let health = Arc::clone(health);
         tokio::spawn(async move {
             wait_for_signal().await;
             info!("stop signal: draining in-flight records");
@@ -345,7 +345,7 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         Arc::clone(&consumer),
         out_rx,
         s.max_in_flight,
-        Arc::clone(&health),
+        Arc::clone(health),
         s.dry_run,
     ));
 

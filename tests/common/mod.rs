@@ -166,6 +166,18 @@ impl Broker {
     }
 
     pub fn read(&self, topics: &[&str], count: usize, timeout: Duration) -> Vec<Out> {
+        self.read_quiet(topics, count, timeout, Duration::from_secs(2))
+    }
+
+    /// Reads records from the beginning of `topics`: `count` of them, or until `quiet`
+    /// passes without one (after the first), or until `timeout`.
+    pub fn read_quiet(
+        &self,
+        topics: &[&str],
+        count: usize,
+        timeout: Duration,
+        quiet: Duration,
+    ) -> Vec<Out> {
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())
             .set("group.id", "neardup-test-reader")
@@ -186,7 +198,7 @@ impl Broker {
         let deadline = Instant::now() + timeout;
         let mut last = Instant::now();
         while out.len() < count && Instant::now() < deadline {
-            if !out.is_empty() && last.elapsed() > Duration::from_secs(2) {
+            if !out.is_empty() && last.elapsed() > quiet {
                 break;
             }
             match c.poll(Duration::from_millis(200)) {

@@ -601,6 +601,39 @@ fn full_disk_or_unwritable_index_stops_the_stage_which_reports_it_and_commits_no
 }
 
 #[test]
+fn sigterm_as_the_broker_goes_down_exits_within_the_grace_period() {
+    let _g = serial();
+    let mut b = Broker::start();
+    topics(&b, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let records = synthetic(30, 3);
+    b.produce("pages", &records);
+    let mut s = Stage::start(
+        &b,
+        &dir.path().join("index"),
+        &dir.path().join("s.log"),
+        &["--grace-period", "5s"],
+    );
+    s.wait_ready(Duration::from_secs(60));
+    wait_until(Duration::from_secs(60), "the records", || {
+        s.metric("neardup_records_out_total", "") >= records.len() as f64
+    });
+    // the broker goes away while the stage stops: the drain (5 s) plus at most 10 s for
+    // the Kafka clients to close (leaving the group needs a coordinator that is gone)
+    let asked = std::time::Instant::now();
+    s.signal("TERM");
+    std::thread::sleep(Duration::from_millis(300));
+    b.stop();
+    let code = s.wait(Duration::from_secs(40));
+    assert!(code.is_some(), "the stage did not exit");
+    assert!(
+        asked.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        asked.elapsed()
+    );
+}
+
+#[test]
 fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
     let _g = serial();
     let mut b = Broker::start();

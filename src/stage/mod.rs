@@ -508,6 +508,7 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         }
     }
     consumer.unsubscribe();
+    close_bounded("consumer", consumer, CLIENT_CLOSE_WAIT);
     drop(dedup_back);
     if let Some(dir) = scratch {
         let _ = std::fs::remove_dir_all(dir);
@@ -527,6 +528,29 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     match failure {
         Some(e) => Err(e),
         None => Ok(summary),
+    }
+}
+
+/// How long a Kafka client may take to close at the end.
+const CLIENT_CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Drops a Kafka client on a thread of its own and waits for it at most `wait`. Closing a
+/// consumer leaves its group, and with the brokers unreachable that waits without end; the
+/// offsets are committed (or not) by then, so the process goes on and exits.
+fn close_bounded<T: Send + 'static>(what: &'static str, client: T, wait: Duration) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(format!("neardup-close-{what}"))
+        .spawn(move || {
+            drop(client);
+            let _ = tx.send(());
+        });
+    if spawned.is_ok() && rx.recv_timeout(wait).is_err() {
+        warn!(
+            client = what,
+            wait_s = wait.as_secs_f64(),
+            "the Kafka client did not close in time (brokers unreachable?); not waiting for it"
+        );
     }
 }
 

@@ -606,28 +606,28 @@ fn sigterm_as_the_broker_goes_down_exits_within_the_grace_period() {
     let mut b = Broker::start();
     topics(&b, 3);
     let dir = tempfile::tempdir().unwrap();
-    let records = synthetic(30, 3);
+    let records = synthetic(400, 3);
     b.produce("pages", &records);
     let mut s = Stage::start(
         &b,
         &dir.path().join("index"),
         &dir.path().join("s.log"),
-        &["--grace-period", "5s"],
+        &["--grace-period", "5s", "--failure-hold", "0s"],
     );
     s.wait_ready(Duration::from_secs(60));
-    wait_until(Duration::from_secs(60), "the records", || {
-        s.metric("neardup_records_out_total", "") >= records.len() as f64
+    wait_until(Duration::from_secs(60), "some records", || {
+        s.metric("neardup_records_out_total", "") >= 100.0
     });
-    // the broker goes away while the stage stops: the drain (5 s) plus at most 10 s for
-    // the Kafka clients to close (leaving the group needs a coordinator that is gone)
+    // the broker goes away mid-stream as the stage is told to stop: the drain (5 s), then
+    // at most 10 s each for the final commit and for closing the consumer, which wait for
+    // a group coordinator that is gone
     let asked = std::time::Instant::now();
     s.signal("TERM");
-    std::thread::sleep(Duration::from_millis(300));
-    b.stop();
-    let code = s.wait(Duration::from_secs(40));
+    b.terminate();
+    let code = s.wait(Duration::from_secs(60));
     assert!(code.is_some(), "the stage did not exit");
     assert!(
-        asked.elapsed() < Duration::from_secs(30),
+        asked.elapsed() < Duration::from_secs(40),
         "{:?}",
         asked.elapsed()
     );

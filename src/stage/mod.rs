@@ -491,13 +491,23 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     }
 
     // commit what is stored (acknowledged outputs only), then flush the index
+    // (a synchronous commit waits without end for a coordinator that is gone: bounded)
     if !s.dry_run {
-        match consumer.commit_consumer_state(CommitMode::Sync) {
-            Ok(()) => info!("offsets committed"),
-            Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset)) => {}
-            Err(e) => {
+        let c = Arc::clone(&consumer);
+        let commit = bounded("commit", CLIENT_CLOSE_WAIT, move || {
+            c.commit_consumer_state(CommitMode::Sync)
+        });
+        match commit {
+            Some(Ok(())) => info!("offsets committed"),
+            Some(Err(KafkaError::ConsumerCommit(RDKafkaErrorCode::NoOffset))) => {}
+            Some(Err(e)) => {
                 warn!(error = %e, "final commit failed; uncommitted records will be redelivered")
             }
+            None => warn!(
+                wait_s = CLIENT_CLOSE_WAIT.as_secs_f64(),
+                "final commit not answered in time (brokers unreachable?); uncommitted records \
+                 will be redelivered"
+            ),
         }
     }
     if let Some(d) = &dedup_back {
@@ -508,7 +518,12 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         }
     }
     consumer.unsubscribe();
-    close_bounded("consumer", consumer, CLIENT_CLOSE_WAIT);
+    if bounded("close", CLIENT_CLOSE_WAIT, move || drop(consumer)).is_none() {
+        warn!(
+            wait_s = CLIENT_CLOSE_WAIT.as_secs_f64(),
+            "the Kafka consumer did not close in time (brokers unreachable?); not waiting for it"
+        );
+    }
     drop(dedup_back);
     if let Some(dir) = scratch {
         let _ = std::fs::remove_dir_all(dir);
@@ -531,27 +546,26 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     }
 }
 
-/// How long a Kafka client may take to close at the end.
+/// How long the final commit and closing the Kafka consumer may take each.
 const CLIENT_CLOSE_WAIT: Duration = Duration::from_secs(10);
 
-/// Drops a Kafka client on a thread of its own and waits for it at most `wait`. Closing a
-/// consumer leaves its group, and with the brokers unreachable that waits without end; the
-/// offsets are committed (or not) by then, so the process goes on and exits.
-fn close_bounded<T: Send + 'static>(what: &'static str, client: T, wait: Duration) {
+/// Runs `f` on a thread of its own and waits for it at most `wait`; `None` if it did not
+/// finish in time (the thread is left behind and ends with the process). The final commit
+/// and closing the consumer (leaving the group) wait without end for a group coordinator
+/// that is gone; by then the outputs are acknowledged, so the process may go on and exit.
+fn bounded<T: Send + 'static>(
+    what: &str,
+    wait: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name(format!("neardup-close-{what}"))
+    std::thread::Builder::new()
+        .name(format!("neardup-{what}"))
         .spawn(move || {
-            drop(client);
-            let _ = tx.send(());
-        });
-    if spawned.is_ok() && rx.recv_timeout(wait).is_err() {
-        warn!(
-            client = what,
-            wait_s = wait.as_secs_f64(),
-            "the Kafka client did not close in time (brokers unreachable?); not waiting for it"
-        );
-    }
+            let _ = tx.send(f());
+        })
+        .ok()?;
+    rx.recv_timeout(wait).ok()
 }
 
 /// Opens the index; for a dry run, a checkpoint copy in a scratch directory.

@@ -111,6 +111,17 @@ impl Broker {
         }
     }
 
+    /// Stops the broker with SIGTERM, the way an orchestrator does (its data stays). It
+    /// may take a while to go, with its connections still open.
+    pub fn terminate(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let _ = c.wait();
+        }
+    }
+
     /// Starts it again on the same port and data.
     pub fn restart(&mut self) {
         self.stop();

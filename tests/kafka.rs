@@ -308,28 +308,7 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
 /// repeated outputs byte-identical to the first.
 fn check_no_loss(b: &Broker, ids: &BTreeSet<String>) -> Vec<Out> {
     let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
-    let mut first: BTreeMap<String, &Out> = BTreeMap::new();
-    for o in &outs {
-        let src = o.source();
-        match first.get(&src) {
-            None => {
-                first.insert(src, o);
-            }
-            Some(f) => {
-                assert_eq!(f.value, o.value, "repeated output for {src} differs");
-                assert_eq!(f.headers, o.headers, "repeated headers for {src} differ");
-                assert_eq!(f.topic, o.topic);
-            }
-        }
-    }
-    let answered: BTreeSet<String> = first.keys().cloned().collect();
-    let missing: Vec<_> = ids.difference(&answered).collect();
-    assert!(
-        missing.is_empty(),
-        "{} inputs lost, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(5)]
-    );
+    first_outputs(&outs, ids);
     outs
 }
 

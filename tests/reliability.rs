@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -116,30 +116,7 @@ fn kill_twenty_times_during_ten_thousand_records() {
         Duration::from_secs(600),
         Duration::from_secs(15),
     );
-    let mut first: BTreeMap<String, &Out> = BTreeMap::new();
-    let mut repeats = 0;
-    for o in &outs {
-        match first.get(&o.source()) {
-            None => {
-                first.insert(o.source(), o);
-            }
-            Some(f) => {
-                repeats += 1;
-                assert_eq!(f.value, o.value, "a repeated output differs");
-                assert_eq!(f.headers, o.headers);
-            }
-        }
-    }
-    let answered: BTreeSet<String> = first.keys().cloned().collect();
-    let missing: Vec<_> = ids.difference(&answered).collect();
-    assert!(
-        missing.is_empty(),
-        "{} of {} inputs without an output ({} outputs read), e.g. {:?}",
-        missing.len(),
-        ids.len(),
-        outs.len(),
-        &missing[..missing.len().min(5)]
-    );
+    let (first, repeats) = first_outputs(&outs, &ids);
     // the decisions of an uninterrupted run
     let input = dir.path().join("input.jsonl");
     let mut lines = Vec::new();

@@ -312,6 +312,41 @@ pub fn produce_to(addr: &str, topic: &str, records: &[Input]) {
         .expect("all records acknowledged");
 }
 
+/// Checks outputs against the input ids: every id answered, and an output repeated for the
+/// same input byte-identical to the first (value, headers and topic). Returns the first
+/// output of each input and the number of repeats.
+pub fn first_outputs<'a>(
+    outs: &'a [Out],
+    ids: &std::collections::BTreeSet<String>,
+) -> (BTreeMap<String, &'a Out>, usize) {
+    let mut first: BTreeMap<String, &Out> = BTreeMap::new();
+    let mut repeats = 0;
+    for o in outs {
+        let src = o.source();
+        match first.get(&src) {
+            None => {
+                first.insert(src, o);
+            }
+            Some(f) => {
+                repeats += 1;
+                assert_eq!(f.value, o.value, "repeated output for {src} differs");
+                assert_eq!(f.headers, o.headers, "repeated headers for {src} differ");
+                assert_eq!(f.topic, o.topic);
+            }
+        }
+    }
+    let missing: Vec<_> = ids.iter().filter(|i| !first.contains_key(*i)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} inputs without an output ({} outputs read), e.g. {:?}",
+        missing.len(),
+        ids.len(),
+        outs.len(),
+        &missing[..missing.len().min(5)]
+    );
+    (first, repeats)
+}
+
 /// The `neardup` binary under test.
 pub fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))

@@ -235,29 +235,25 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
     assert_eq!(stage.wait(Duration::from_secs(30)), Some(0));
 
     // replay into the same index: byte-identical outputs
-    let replay = neardup()
-        .args(["replay", "--brokers", &b.addr(), "--index"])
-        .arg(&index)
-        .args([
-            "--unique-topic",
-            "replay-unique",
-            "--duplicate-topic",
-            "replay-duplicate",
-            "--dead-letter-topic",
-            "replay-dead",
-            "--max-record-bytes",
-            "200000",
-            "--kafka-property",
-            "fetch.wait.max.ms=50",
-            "--log-format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        replay.status.success(),
-        "{}",
-        String::from_utf8_lossy(&replay.stderr)
+    let replay = output_ok(
+        neardup()
+            .args(["replay", "--brokers", &b.addr(), "--index"])
+            .arg(&index)
+            .args([
+                "--unique-topic",
+                "replay-unique",
+                "--duplicate-topic",
+                "replay-duplicate",
+                "--dead-letter-topic",
+                "replay-dead",
+                "--max-record-bytes",
+                "200000",
+                "--kafka-property",
+                "fetch.wait.max.ms=50",
+                "--log-format",
+                "json",
+            ]),
+        "replay",
     );
     let summary: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
     assert_eq!(summary["records"], records.len());
@@ -276,21 +272,17 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
 
     // a dry run with a fresh index: the same decisions, nothing produced
     let fresh = dir.path().join("fresh-index");
-    let dry = neardup()
-        .args(["replay", "--dry-run", "--brokers", &b.addr(), "--index"])
-        .arg(&fresh)
-        .args([
-            "--max-record-bytes",
-            "200000",
-            "--kafka-property",
-            "fetch.wait.max.ms=50",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        dry.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dry.stderr)
+    let dry = output_ok(
+        neardup()
+            .args(["replay", "--dry-run", "--brokers", &b.addr(), "--index"])
+            .arg(&fresh)
+            .args([
+                "--max-record-bytes",
+                "200000",
+                "--kafka-property",
+                "fetch.wait.max.ms=50",
+            ]),
+        "dry-run replay",
     );
     let s: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
     let count = |d: &str| got.values().filter(|(x, _)| x == d).count();

@@ -57,15 +57,9 @@ fn kill_twenty_times_during_ten_thousand_records() {
         std::thread::sleep(Duration::from_millis(300 + rng % 1500));
         s.signal("KILL");
         assert_eq!(s.wait(Duration::from_secs(10)), None);
-        let stats = neardup()
-            .args(["index", "stats", "--index"])
-            .arg(&index)
-            .output()
-            .unwrap();
-        assert!(
-            stats.status.success(),
-            "the index does not open after kill {k}: {}",
-            String::from_utf8_lossy(&stats.stderr)
+        output_ok(
+            neardup().args(["index", "stats", "--index"]).arg(&index),
+            &format!("the index does not open after kill {k}"),
         );
         let n = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len();
         done_at_kill.push(n);

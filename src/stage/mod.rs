@@ -870,9 +870,9 @@ async fn produce_inner(
                         partition = ob.inbound.partition, offset = ob.inbound.offset,
                         "an output was not acknowledged: stopping without committing it");
                     metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
-                    health.failed.store(true, Ordering::Relaxed);
-                    health.publish();
-                    return Err(anyhow!("cannot produce to {}: {e}", ob.topic));
+                    let e = anyhow!("cannot produce to {}: {e}", ob.topic);
+                    health.fail(&format!("{e:#}"));
+                    return Err(e);
                 }
                 observe("produce", sent.elapsed());
                 let took = ob.inbound.consumed.elapsed().as_secs_f64();

@@ -59,8 +59,9 @@ pub struct Block {
     pub link_words: u32,
     /// Tags seen since the previous block ended, including those inside this block.
     pub tags: u32,
-    /// Sum of the content hints of the enclosing containers ([`container_weight`]):
-    /// negative inside forms, footers, popups, comments; positive inside articles.
+    /// What the enclosing containers say of the block ([`container_weight`]): −1 inside
+    /// boilerplate (comments, popups, …) or a small layout container (footer, sidebar, …),
+    /// else +1 inside a content container (article, post body, …), else 0.
     pub context: i32,
 }
 

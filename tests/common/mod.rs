@@ -347,6 +347,17 @@ pub fn first_outputs<'a>(
     (first, repeats)
 }
 
+/// Runs a command to its end and asserts that it succeeded (its stderr is the message).
+pub fn output_ok(cmd: &mut Command, what: &str) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The `neardup` binary under test.
 pub fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))

@@ -5,6 +5,10 @@ set -euo pipefail
 need=()
 # librocksdb-sys generates its bindings with libclang; a C++ compiler builds RocksDB.
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+# the broker tests: python3 indexes the test broker's storage; openssl and socat serve it over TLS
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then

@@ -39,6 +39,14 @@ pub struct BenchArgs {
     /// With --brokers: leave out records larger than this many bytes (the broker's limit)
     #[arg(long, default_value_t = 2_000_000)]
     pub max_broker_record: usize,
+    /// With --brokers: a client property for the stage's consumer and producer, KEY=VALUE,
+    /// after the benchmark's own (repeatable)
+    #[arg(long = "kafka-property", value_name = "KEY=VALUE")]
+    pub kafka_property: Vec<String>,
+    /// With --brokers: the broker's process id, to report its CPU time per record (when it
+    /// runs on this machine)
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub method: MethodOptions,

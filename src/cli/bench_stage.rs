@@ -32,6 +32,15 @@ pub struct StageBench {
     pub stage_records_per_second: f64,
     /// Stage throughput / dedup throughput.
     pub stage_vs_dedup: f64,
+    /// CPU time of `neardup dedup` per record (user + system, all threads), ms.
+    pub dedup_cpu_ms_per_record: f64,
+    /// CPU time of the stage per record (its consumer, signing pool, index and producer), ms.
+    pub stage_cpu_ms_per_record: f64,
+    /// dedup CPU / stage CPU per record: the share of file-mode throughput the stage reaches
+    /// when its cores are its own and the broker serves as fast as it consumes.
+    pub stage_cpu_efficiency: f64,
+    /// CPU time of the broker per record while the stage ran (with --broker-pid), ms.
+    pub broker_cpu_ms_per_record: Option<f64>,
     /// Rate the latency run was fed at (80 % of the stage's).
     pub latency_feed_records_per_second: f64,
     /// `neardup run` at that rate: median consume → acknowledged, ms.
@@ -40,6 +49,21 @@ pub struct StageBench {
     pub latency_p99_ms: f64,
     /// Longest, ms.
     pub latency_max_ms: f64,
+}
+
+/// CPU seconds (user + system, all threads) a process has used so far: this process when
+/// `pid` is None. Reads /proc (clock ticks of 1/100 s).
+fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/stat"),
+        None => "/proc/self/stat".to_string(),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // the fields after the command name, which is in parentheses and may hold spaces
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 fn create_topics(brokers: &str, names: &[String], partitions: i32) -> Result<()> {
@@ -114,6 +138,7 @@ fn settings(
     run: &str,
     index: &Path,
     params: &IndexParams,
+    extra: &[String],
 ) -> Result<StageSettings> {
     let kafka = KafkaOptions {
         brokers: Some(brokers.to_string()),
@@ -122,10 +147,13 @@ fn settings(
         unique_topic: Some(format!("{run}-unique")),
         duplicate_topic: Some(format!("{run}-duplicate")),
         dead_letter_topic: Some(format!("{run}-dead")),
-        kafka_property: Some(vec![
-            "fetch.wait.max.ms=50".into(),
-            "message.max.bytes=100000000".into(),
-        ]),
+        kafka_property: Some(
+            ["fetch.wait.max.ms=50", "message.max.bytes=100000000"]
+                .iter()
+                .map(|p| p.to_string())
+                .chain(extra.iter().cloned())
+                .collect(),
+        ),
         kafka_properties_file: None,
     };
     let stage = StageOptions {
@@ -183,6 +211,7 @@ pub fn run(
     // 1. file mode on the same records
     let jsonl = dir.path().join("corpus.jsonl");
     std::fs::write(&jsonl, lines.join(&b'\n')).context("write the corpus copy")?;
+    let cpu0 = cpu_seconds(None).context("read this process's CPU time")?;
     let dedup = super::dedup::run(
         super::dedup::DedupArgs {
             input: jsonl.clone(),
@@ -201,7 +230,12 @@ pub fn run(
         },
         file,
     )?;
-    eprintln!("  neardup dedup: {:.0} pages/s", dedup.pages_per_second);
+    let per_record = |cpu: f64| 1000.0 * cpu / lines.len() as f64;
+    let dedup_cpu = per_record(cpu_seconds(None).unwrap_or(cpu0) - cpu0);
+    eprintln!(
+        "  neardup dedup: {:.0} pages/s, {dedup_cpu:.2} ms CPU a page",
+        dedup.pages_per_second
+    );
 
     // 2. the stage over a loaded topic
     let run_id = format!("neardup-bench-{}", std::process::id());
@@ -221,8 +255,19 @@ pub fn run(
         &run_id,
         &dir.path().join("stage-index"),
         params,
+        &args.kafka_property,
     )?;
+    let (cpu0, broker0) = (
+        cpu_seconds(None),
+        args.broker_pid.and_then(|p| cpu_seconds(Some(p))),
+    );
     let summary = stage::run(s)?;
+    let stage_cpu = per_record(cpu_seconds(None).zip(cpu0).map_or(0.0, |(b, a)| b - a));
+    let broker_cpu = args
+        .broker_pid
+        .and_then(|p| cpu_seconds(Some(p)))
+        .zip(broker0)
+        .map(|(b, a)| per_record(b - a));
     if summary.records as usize != lines.len() {
         bail!(
             "the stage read {} of {} records",
@@ -232,8 +277,13 @@ pub fn run(
     }
     let stage_rate = summary.records_per_second;
     eprintln!(
-        "  neardup stage: {stage_rate:.0} records/s ({:.0} % of dedup)",
-        100.0 * stage_rate / dedup.pages_per_second
+        "  neardup stage: {stage_rate:.0} records/s ({:.0} % of dedup), {stage_cpu:.2} ms CPU a \
+         record ({:.0} % of dedup's efficiency){}",
+        100.0 * stage_rate / dedup.pages_per_second,
+        100.0 * dedup_cpu / stage_cpu,
+        broker_cpu.map_or(String::new(), |b| format!(
+            "; the broker {b:.2} ms CPU a record"
+        ))
     );
 
     // 3. latency of `neardup run` fed at 80 % of the stage's rate
@@ -249,6 +299,7 @@ pub fn run(
         &run2,
         &dir.path().join("lat-index"),
         params,
+        &args.kafka_property,
     )?;
     s2.stop_after = Some(lines.len() as u64);
     let feed = 0.8 * stage_rate;
@@ -270,6 +321,10 @@ pub fn run(
         produce_records_per_second: produce_rate,
         stage_records_per_second: stage_rate,
         stage_vs_dedup: stage_rate / dedup.pages_per_second,
+        dedup_cpu_ms_per_record: dedup_cpu,
+        stage_cpu_ms_per_record: stage_cpu,
+        stage_cpu_efficiency: dedup_cpu / stage_cpu,
+        broker_cpu_ms_per_record: broker_cpu,
         latency_feed_records_per_second: feed,
         latency_p50_ms: lat.latency_p50_ms,
         latency_p99_ms: lat.latency_p99_ms,

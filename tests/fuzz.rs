@@ -1,13 +1,16 @@
-//! A mutation fuzzer on the stable toolchain, run by `scripts/fuzz.sh` for a set time (not
-//! part of the default suite). Targets: record decode → strip → sign → fingerprint, and the
-//! index's document record decoding. Seeds are the project's own fixtures; an input that
-//! panics is written to `tests/data/fuzz/` and the run fails. Every file kept there is
-//! replayed by the default suite (`fuzz_regressions`).
+//! The fuzz targets' inputs in the test suite: every input kept under `tests/data/fuzz/`
+//! (`page-*`, `doc-*`, `index-*`, named after the target) is replayed by the default suite
+//! (`fuzz_regressions`). The coverage-guided fuzzers are cargo fuzz targets (`fuzz/`, run by
+//! `scripts/fuzz.sh`); `fuzz_for_a_while` is a mutation fuzzer over the same checks that
+//! needs only the stable toolchain (`NEARDUP_FUZZ_STABLE=1 scripts/fuzz.sh`). Seeds are the
+//! project's own fixtures.
+
+#[path = "../fuzz/checks.rs"]
+mod checks;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use neardup::dedup::prepare;
 use neardup::index::DocRecord;
 use neardup::signature::{SignatureConfig, Signer};
 
@@ -123,21 +126,6 @@ fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
     v
 }
 
-fn check_page(signer: &Signer, bytes: &[u8]) {
-    let _ = prepare(bytes, signer, 1 << 24);
-    // and the bytes as the page itself, so most inputs reach strip and sign
-    let signed = signer.sign(&String::from_utf8_lossy(bytes));
-    assert_eq!(signed.fingerprint.len(), 1);
-}
-
-fn check_doc(bytes: &[u8]) {
-    if let Ok(d) = DocRecord::decode(bytes) {
-        // what decodes must encode back to something that decodes to the same record
-        let again = DocRecord::decode(&d.encode()).expect("re-encoded record decodes");
-        assert_eq!(again.id, d.id);
-    }
-}
-
 fn keep(name: &str, input: &[u8]) -> PathBuf {
     let dir = root().join("tests/data/fuzz");
     std::fs::create_dir_all(&dir).unwrap();
@@ -172,21 +160,24 @@ fn fuzz_for_a_while() {
             .encode()
         })
         .collect();
+    let index_seeds = index_seeds();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ secs);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut runs = 0u64;
     std::panic::set_hook(Box::new(|_| {}));
     while Instant::now() < deadline {
-        let pool = if target == "doc" { &doc_seeds } else { &seeds };
+        let pool = match target.as_str() {
+            "doc" => &doc_seeds,
+            "index" => &index_seeds,
+            _ => &seeds,
+        };
         let a = &pool[rng.below(pool.len())];
         let b = &pool[rng.below(pool.len())];
         let input = mutate(&mut rng, a, b);
-        let r = std::panic::catch_unwind(|| {
-            if target == "doc" {
-                check_doc(&input)
-            } else {
-                check_page(&signer, &input)
-            }
+        let r = std::panic::catch_unwind(|| match target.as_str() {
+            "doc" => checks::doc(&input),
+            "index" => checks::index(&input),
+            _ => checks::page(&input),
         });
         if r.is_err() {
             let p = keep(&target, &input);
@@ -199,11 +190,40 @@ fn fuzz_for_a_while() {
     eprintln!("fuzz {target}: {runs} inputs in {secs} s, no panic");
 }
 
-/// Every input the fuzzer ever kept still runs without a panic.
+/// Seeds of the index target: each method, with an entry of a plausible key length in
+/// each column family.
+fn index_seeds() -> Vec<Vec<u8>> {
+    let mut v = Vec::new();
+    for method in 0..4u8 {
+        v.push(vec![method]);
+        for (family, key_len) in [
+            (0u8, 8u8),
+            (1, 8),
+            (2, 12),
+            (3, 18),
+            (4, 16),
+            (5, 16),
+            (6, 8),
+        ] {
+            let mut input = vec![method, family, key_len, 8];
+            input.extend((0..key_len).map(|i| i.wrapping_mul(37)));
+            input.extend([0, 0, 0, 0, 0, 0, 0, 1]);
+            v.push(input);
+        }
+    }
+    v
+}
+
+/// Every input the fuzzers ever kept, and the seeds, still run without a panic.
 #[test]
 fn fuzz_regressions() {
+    for s in seeds() {
+        checks::page(&s);
+    }
+    for s in index_seeds() {
+        checks::index(&s);
+    }
     let dir = root().join("tests/data/fuzz");
-    let signer = Signer::new(&SignatureConfig::default()).unwrap();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return;
     };
@@ -211,10 +231,11 @@ fn fuzz_regressions() {
         let p: &Path = &e.path();
         let bytes = std::fs::read(p).unwrap();
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("doc-") {
-            check_doc(&bytes);
-        } else if name.starts_with("page-") {
-            check_page(&signer, &bytes);
+        match name.split('-').next() {
+            Some("doc") => checks::doc(&bytes),
+            Some("index") => checks::index(&bytes),
+            Some("page") => checks::page(&bytes),
+            _ => panic!("{name}: a kept input is named after its target (page-, doc-, index-)"),
         }
     }
 }

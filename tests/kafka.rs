@@ -759,6 +759,8 @@ struct TlsProxy(std::process::Child);
 
 impl TlsProxy {
     fn start(port: u16, to: u16, dir: &Path) -> TlsProxy {
+        use std::os::unix::process::CommandExt;
+        let log = std::fs::File::create(dir.join("tls-proxy.log")).unwrap();
         let child = std::process::Command::new("socat")
             .arg(format!(
                 "OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,cert=server.pem,\
@@ -766,18 +768,24 @@ impl TlsProxy {
             ))
             .arg(format!("TCP:127.0.0.1:{to}"))
             .current_dir(dir)
-            .stderr(std::process::Stdio::null())
+            .stderr(log)
+            // its own process group, so that the connections it forks go with it
+            .process_group(0)
             .spawn()
             .expect("socat (scripts/install-deps.sh installs it)");
+        let proxy = TlsProxy(child);
         wait_until(Duration::from_secs(10), "the TLS port", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
         });
-        TlsProxy(child)
+        proxy
     }
 }
 
 impl Drop for TlsProxy {
     fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.0.id())])
+            .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -843,18 +851,17 @@ fn tls_and_sasl_by_configuration_and_secrets_stay_out_of_logs_and_metrics() {
             "neardup-wrong",
         ],
     );
-    std::thread::sleep(Duration::from_secs(10));
+    let wrong_log = || std::fs::read_to_string(d.join("wrong.log")).unwrap_or_default();
+    wait_until(Duration::from_secs(60), "the log says why", || {
+        wrong_log().to_lowercase().contains("sasl authentication")
+    });
     let ready = s.get("/readyz");
     assert!(matches!(ready, Some((503, _))), "{ready:?}");
     assert_eq!(s.metric("neardup_records_in_total", ""), 0.0);
     let metrics = s.get("/metrics").unwrap().1;
     s.signal("TERM");
-    s.wait(Duration::from_secs(30));
-    let log = std::fs::read_to_string(d.join("wrong.log")).unwrap();
-    assert!(
-        log.to_lowercase().contains("sasl authentication"),
-        "the log says why: {log}"
-    );
+    assert_eq!(s.wait(Duration::from_secs(30)), Some(0), "SIGTERM exits 0");
+    let log = wrong_log();
     assert!(!log.contains(WRONG) && !metrics.contains(WRONG), "{log}");
 
     // the right one: every record answered over TLS

@@ -152,6 +152,13 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// CPU seconds (user + system, all threads) a process has used (/proc, ticks of 1/100 s).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+}
+
 /// Bytes of the files under a directory.
 fn du(path: &std::path::Path) -> u64 {
     let mut total = 0;
@@ -221,19 +228,23 @@ fn soak_through_the_stage() {
         let mut produced = 0;
         while produced < n {
             let answered = metric_at(port, "neardup_records_out_total", "") as u64;
-            if produced >= answered + backlog {
+            let room = (answered + backlog).saturating_sub(produced);
+            if room == 0 {
                 std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
-            let end = (produced + CHUNK).min(n);
+            let end = (produced + CHUNK.min(room)).min(n);
             let chunk: Vec<Input> = (produced..end).map(record).collect();
             send_all(&p, "pages", &chunk);
             produced = end;
         }
     });
     let started = Instant::now();
+    let broker_pid = b.pid().expect("the broker runs");
+    let cpu0 = (cpu_seconds(s.child.id()), cpu_seconds(broker_pid));
     // (seconds, answered, RSS KiB, index bytes)
     let mut samples = Vec::<(f64, f64, u64, u64)>::new();
+    let mut progress = (0.0, Instant::now());
     loop {
         let out = s.metric("neardup_records_out_total", "");
         let lag = s.metric("neardup_consumer_lag_records", "");
@@ -250,9 +261,26 @@ fn soak_through_the_stage() {
         if out >= n as f64 {
             break;
         }
+        if out > progress.0 {
+            progress = (out, Instant::now());
+        }
+        assert!(
+            progress.1.elapsed() < Duration::from_secs(300),
+            "no record answered for 5 minutes"
+        );
+        assert!(
+            !feeder.is_finished() || out >= n as f64 - backlog as f64,
+            "the feeder stopped early"
+        );
         std::thread::sleep(Duration::from_secs(10));
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let per_record = |now: Option<f64>, then: Option<f64>| {
+        now.zip(then)
+            .map_or(f64::NAN, |(b, a)| 1000.0 * (b - a) / n as f64)
+    };
+    let stage_cpu = per_record(cpu_seconds(s.child.id()), cpu0.0);
+    let broker_cpu = per_record(cpu_seconds(broker_pid), cpu0.1);
     feeder.join().expect("the feeder");
     let dead = s.metric("neardup_dead_letters_total", "");
     let rebalances = s.metric("neardup_rebalances_total", "");
@@ -262,6 +290,10 @@ fn soak_through_the_stage() {
     let committed: i64 = b.committed("neardup", "pages", 3).iter().sum();
     assert_eq!(committed, n as i64, "committed offsets after the soak");
 
+    eprintln!(
+        "{n} records answered in {elapsed:.0} s; CPU per record: stage {stage_cpu:.2} ms, \
+         broker {broker_cpu:.2} ms"
+    );
     let k = samples.len();
     assert!(k >= 10, "too few samples");
     let warm = &samples[k / 5..];

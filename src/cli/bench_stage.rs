@@ -32,13 +32,14 @@ pub struct StageBench {
     pub stage_records_per_second: f64,
     /// Stage throughput / dedup throughput.
     pub stage_vs_dedup: f64,
-    /// CPU time of `neardup dedup` per record (user + system, all threads), ms.
-    pub dedup_cpu_ms_per_record: f64,
+    /// CPU time of `neardup dedup` per record (user + system, all threads), ms (where /proc
+    /// tells).
+    pub dedup_cpu_ms_per_record: Option<f64>,
     /// CPU time of the stage per record (its consumer, signing pool, index and producer), ms.
-    pub stage_cpu_ms_per_record: f64,
+    pub stage_cpu_ms_per_record: Option<f64>,
     /// dedup CPU / stage CPU per record: the share of file-mode throughput the stage reaches
     /// when its cores are its own and the broker serves as fast as it consumes.
-    pub stage_cpu_efficiency: f64,
+    pub stage_cpu_efficiency: Option<f64>,
     /// CPU time of the broker per record while the stage ran (with --broker-pid), ms.
     pub broker_cpu_ms_per_record: Option<f64>,
     /// Rate the latency run was fed at (80 % of the stage's).
@@ -211,7 +212,7 @@ pub fn run(
     // 1. file mode on the same records
     let jsonl = dir.path().join("corpus.jsonl");
     std::fs::write(&jsonl, lines.join(&b'\n')).context("write the corpus copy")?;
-    let cpu0 = cpu_seconds(None).context("read this process's CPU time")?;
+    let cpu0 = cpu_seconds(None);
     let dedup = super::dedup::run(
         super::dedup::DedupArgs {
             input: jsonl.clone(),
@@ -230,11 +231,16 @@ pub fn run(
         },
         file,
     )?;
-    let per_record = |cpu: f64| 1000.0 * cpu / lines.len() as f64;
-    let dedup_cpu = per_record(cpu_seconds(None).unwrap_or(cpu0) - cpu0);
+    let per_record = |now: Option<f64>, then: Option<f64>| {
+        now.zip(then)
+            .map(|(b, a)| 1000.0 * (b - a) / lines.len() as f64)
+    };
+    let ms = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.2}"));
+    let dedup_cpu = per_record(cpu_seconds(None), cpu0);
     eprintln!(
-        "  neardup dedup: {:.0} pages/s, {dedup_cpu:.2} ms CPU a page",
-        dedup.pages_per_second
+        "  neardup dedup: {:.0} pages/s, {} ms CPU a page",
+        dedup.pages_per_second,
+        ms(dedup_cpu)
     );
 
     // 2. the stage over a loaded topic
@@ -262,12 +268,9 @@ pub fn run(
         args.broker_pid.and_then(|p| cpu_seconds(Some(p))),
     );
     let summary = stage::run(s)?;
-    let stage_cpu = per_record(cpu_seconds(None).zip(cpu0).map_or(0.0, |(b, a)| b - a));
-    let broker_cpu = args
-        .broker_pid
-        .and_then(|p| cpu_seconds(Some(p)))
-        .zip(broker0)
-        .map(|(b, a)| per_record(b - a));
+    let stage_cpu = per_record(cpu_seconds(None), cpu0);
+    let broker_cpu = per_record(args.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
+    let efficiency = dedup_cpu.zip(stage_cpu).map(|(d, s)| d / s);
     if summary.records as usize != lines.len() {
         bail!(
             "the stage read {} of {} records",
@@ -277,10 +280,11 @@ pub fn run(
     }
     let stage_rate = summary.records_per_second;
     eprintln!(
-        "  neardup stage: {stage_rate:.0} records/s ({:.0} % of dedup), {stage_cpu:.2} ms CPU a \
-         record ({:.0} % of dedup's efficiency){}",
+        "  neardup stage: {stage_rate:.0} records/s ({:.0} % of dedup), {} ms CPU a record ({} \
+         % of dedup's efficiency){}",
         100.0 * stage_rate / dedup.pages_per_second,
-        100.0 * dedup_cpu / stage_cpu,
+        ms(stage_cpu),
+        efficiency.map_or("?".to_string(), |e| format!("{:.0}", 100.0 * e)),
         broker_cpu.map_or(String::new(), |b| format!(
             "; the broker {b:.2} ms CPU a record"
         ))
@@ -323,7 +327,7 @@ pub fn run(
         stage_vs_dedup: stage_rate / dedup.pages_per_second,
         dedup_cpu_ms_per_record: dedup_cpu,
         stage_cpu_ms_per_record: stage_cpu,
-        stage_cpu_efficiency: dedup_cpu / stage_cpu,
+        stage_cpu_efficiency: efficiency,
         broker_cpu_ms_per_record: broker_cpu,
         latency_feed_records_per_second: feed,
         latency_p50_ms: lat.latency_p50_ms,

@@ -4,7 +4,8 @@
 # values in every column family under every read path), each for NEARDUP_FUZZ_SECONDS
 # (default 600) seconds; NEARDUP_FUZZ_TARGETS picks some ("page doc index" by default). An
 # input that takes over 10 s (slow paths are defects here) or 4 GiB counts as a crash.
-# The corpus grows in fuzz/corpus/<target> (seeded from the project's fixtures). A crashing
+# The corpus grows in fuzz/corpus/<target> (page and index seeded as tests/fuzz.rs seeds them;
+# doc starts empty and finds the record layout within seconds). A crashing
 # input is copied to tests/data/fuzz/<target>-<crc>.bin, which the default suite replays
 # (tests/fuzz.rs), and the script fails.
 #
@@ -48,6 +49,14 @@ for p in sorted(pathlib.Path("tests/data").glob("*.html")):
     lines.append(json.dumps({"url": "https://f.test/", "html": p.read_text()}).encode())
 for l in lines:
     (out / f"seed-{zlib.crc32(l):08x}").write_bytes(l)
+# index: each method, with an entry of a plausible key length in each column family
+# (method, then family, key length, value length, key, value), as tests/fuzz.rs seeds it
+out = pathlib.Path("fuzz/corpus/index")
+for method in range(4):
+    for family, key_len in [(0, 8), (1, 8), (2, 12), (3, 18), (4, 16), (5, 16), (6, 8)]:
+        seed = bytes([method, family, key_len, 8]) + bytes((i * 37) % 256 for i in range(key_len))
+        seed += bytes([0, 0, 0, 0, 0, 0, 0, 1])
+        (out / f"seed-{zlib.crc32(seed):08x}").write_bytes(seed)
 PY
 
 failed=0

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::*;
+use neardup::cli::bench_stage::cpu_seconds;
 
 const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
 
@@ -152,13 +153,6 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU seconds (user + system, all threads) a process has used (/proc, ticks of 1/100 s).
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
-    Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
-}
-
 /// Bytes of the files under a directory.
 fn du(path: &std::path::Path) -> u64 {
     let mut total = 0;
@@ -241,7 +235,10 @@ fn soak_through_the_stage() {
     });
     let started = Instant::now();
     let broker_pid = b.pid().expect("the broker runs");
-    let cpu0 = (cpu_seconds(s.child.id()), cpu_seconds(broker_pid));
+    let cpu0 = (
+        cpu_seconds(Some(s.child.id())),
+        cpu_seconds(Some(broker_pid)),
+    );
     // (seconds, answered, RSS KiB, index bytes)
     let mut samples = Vec::<(f64, f64, u64, u64)>::new();
     let mut progress = (0.0, Instant::now());
@@ -279,8 +276,8 @@ fn soak_through_the_stage() {
         now.zip(then)
             .map_or(f64::NAN, |(b, a)| 1000.0 * (b - a) / n as f64)
     };
-    let stage_cpu = per_record(cpu_seconds(s.child.id()), cpu0.0);
-    let broker_cpu = per_record(cpu_seconds(broker_pid), cpu0.1);
+    let stage_cpu = per_record(cpu_seconds(Some(s.child.id())), cpu0.0);
+    let broker_cpu = per_record(cpu_seconds(Some(broker_pid)), cpu0.1);
     feeder.join().expect("the feeder");
     let dead = s.metric("neardup_dead_letters_total", "");
     let rebalances = s.metric("neardup_rebalances_total", "");

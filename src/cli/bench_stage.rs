@@ -53,8 +53,8 @@ pub struct StageBench {
 }
 
 /// CPU seconds (user + system, all threads) a process has used so far: this process when
-/// `pid` is None. Reads /proc (clock ticks of 1/100 s).
-fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+/// `pid` is None. Reads /proc (clock ticks of 1/100 s); None where it cannot.
+pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     let path = match pid {
         Some(p) => format!("/proc/{p}/stat"),
         None => "/proc/self/stat".to_string(),

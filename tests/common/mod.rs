@@ -389,7 +389,6 @@ pub fn send_all(p: &BaseProducer, topic: &str, records: &[Input]) {
         if let Some(v) = value {
             r = r.payload(&v[..]);
         }
-        let mut r = r;
         loop {
             match p.send(r) {
                 Ok(()) => break,

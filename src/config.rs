@@ -167,7 +167,7 @@ fn de_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration
 #[derive(Args, Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct MethodOptions {
-    /// Candidate index: alg-g, alg-h, spotsigs or chain [default: chain]
+    /// Candidate index: alg-g, alg-h, spotsigs or chain [default: spotsigs]
     #[arg(long, env = "NEARDUP_METHOD")]
     pub method: Option<Method>,
     /// Similarity threshold τ in (0, 1] [default: 0.5]

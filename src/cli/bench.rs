@@ -19,10 +19,14 @@ use crate::text::{self, StripMode, StripOptions, Tokens};
 
 /// Arguments of `neardup bench`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
-    /// Page JSONL (plain or gzip) with an `html` field
+    /// Another benchmark instead of the signing path
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+    /// Page JSONL (plain or gzip) with an `html` field (required for the signing path)
     #[arg(long, env = "NEARDUP_CORPUS")]
-    pub corpus: PathBuf,
+    pub corpus: Option<PathBuf>,
     /// Read at most this many pages
     #[arg(long)]
     pub limit: Option<usize>,
@@ -56,6 +60,13 @@ pub struct BenchArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub signature: SignatureOptions,
+}
+
+/// Benchmarks other than the signing path.
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchCommand {
+    /// The index at scale: N synthetic pages with the statistics of real ones, per method
+    Index(super::bench_index::BenchIndexArgs),
 }
 
 #[derive(Deserialize)]
@@ -108,6 +119,13 @@ pub fn floor_pass(html: &str) -> usize {
 
 /// Runs `neardup bench`.
 pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
+    if let Some(BenchCommand::Index(a)) = args.command {
+        super::bench_index::run(a)?;
+        return Ok(Vec::new());
+    }
+    let Some(corpus) = args.corpus.clone() else {
+        anyhow::bail!("neardup bench needs --corpus FILE (or the subcommand `index`)");
+    };
     let params = config::index_params(
         &args.signature,
         &args.detect,
@@ -121,7 +139,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         return Ok(Vec::new());
     }
     let signer = Signer::new(&params.signature)?;
-    let mut reader = input::open(&args.corpus)?;
+    let mut reader = input::open(&corpus)?;
     let mut pages: Vec<HtmlOnly> = Vec::new();
     let mut n = 0;
     let limit = args.limit.unwrap_or(usize::MAX);

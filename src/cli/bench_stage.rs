@@ -181,7 +181,11 @@ pub fn run(
     file: &FileConfig,
 ) -> Result<StageBench> {
     let limit = args.limit.unwrap_or(usize::MAX);
-    let mut reader = input::open(&args.corpus)?;
+    let corpus = args
+        .corpus
+        .as_deref()
+        .context("the stage benchmark needs --corpus FILE")?;
+    let mut reader = input::open(corpus)?;
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut n = 0;
     while lines.len() < limit {

@@ -26,7 +26,7 @@ pub struct EvalArgs {
     /// Labelled corpus JSONL (plain or gzip) with id, url, html, cluster
     #[arg(long, env = "NEARDUP_CORPUS")]
     pub corpus: PathBuf,
-    /// Methods, comma-separated [default: chain]
+    /// Methods, comma-separated [default: spotsigs]
     #[arg(long, env = "NEARDUP_METHOD", value_delimiter = ',')]
     pub method: Vec<Method>,
     /// Thresholds, comma-separated [default: 0.5]
@@ -145,7 +145,7 @@ fn pairs_of(groups: impl Iterator<Item = Vec<u32>>) -> HashSet<Pair> {
 /// Runs `neardup eval`.
 pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let methods = if args.method.is_empty() {
-        vec![Method::Chain]
+        vec![Method::default()]
     } else {
         args.method.clone()
     };

@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand.
 
 pub mod bench;
+pub mod bench_index;
 pub mod bench_stage;
 pub mod dedup;
 pub mod eval;
@@ -8,6 +9,7 @@ pub mod index;
 pub mod input;
 pub mod run;
 pub mod sign;
+pub mod synthetic;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

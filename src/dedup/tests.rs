@@ -96,3 +96,68 @@ fn decisions_survive_a_reopen_and_replay_identically() {
         assert_eq!(again.decision, before.decision);
     }
 }
+
+/// The reference: the best unique document by (similarity, earliest), scanning them all.
+fn brute_force(uniques: &[(u64, Vec<u32>)], q: &[u32], tau: f64) -> Option<(u64, f64)> {
+    let mut best: Option<(u64, f64)> = None;
+    for (num, set) in uniques {
+        let sim = crate::signature::similarity(q, set, crate::signature::Measure::Jaccard);
+        if sim >= tau && best.is_none_or(|(_, s)| sim > s) {
+            best = Some((*num, sim));
+        }
+    }
+    best
+}
+
+mod exact {
+    use super::*;
+    use crate::signature::{Signatures, Signed};
+    use proptest::prelude::*;
+
+    fn sets() -> impl Strategy<Value = Vec<Vec<u32>>> {
+        // small alphabets so that pages overlap at every similarity
+        prop::collection::vec(
+            prop::collection::btree_set(0u32..40, 10..30).prop_map(|s| s.into_iter().collect()),
+            1..120,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The default method decides exactly as a scan of every unique document would, on
+        /// RocksDB, with a reopen (the lists rebuilt) half way through.
+        #[test]
+        fn default_method_equals_brute_force(pages in sets(), tau in prop::sample::select(vec![0.3, 0.5, 0.7, 0.9])) {
+            let dir = tempfile::tempdir().unwrap();
+            let params = IndexParams { threshold: tau, ..Default::default() };
+            assert_eq!(params.method, Method::Spotsigs);
+            let mut d = Deduplicator::new(Index::open_dir(dir.path(), params.clone()).unwrap()).unwrap();
+            let mut uniques: Vec<(u64, Vec<u32>)> = Vec::new();
+            for (i, set) in pages.iter().enumerate() {
+                if i == pages.len() / 2 {
+                    drop(d);
+                    d = Deduplicator::new(Index::open_dir(dir.path(), params.clone()).unwrap()).unwrap();
+                }
+                let signed = Signed {
+                    sigs: Signatures::from_hashes(set.clone()),
+                    fingerprint: vec![i as u64],
+                    ..Default::default()
+                };
+                let id = format!("p{i}");
+                let out = d.decide(page(&id), &signed).unwrap();
+                match brute_force(&uniques, set, tau) {
+                    Some((num, sim)) => {
+                        prop_assert_eq!(out.decision.kind, DecisionKind::Duplicate);
+                        prop_assert_eq!(out.decision.canonical_id, Some(format!("p{num}")));
+                        prop_assert!((out.decision.similarity.unwrap() - sim).abs() < 1e-12);
+                    }
+                    None => {
+                        prop_assert_eq!(out.decision.kind, DecisionKind::Unique);
+                        uniques.push((i as u64, set.clone()));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,19 +1,31 @@
 //! The document store: one record per document id, with the stored decision.
 //!
-//! Value layout of a `docs` entry (version 1, all integers big-endian):
+//! Value layout of a `docs` entry (record version 2; `varint` is LEB128, unsigned):
 //!
 //! | field | encoding |
 //! |---|---|
-//! | record version | u8 = 1 |
+//! | record version | u8 = 2 |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | first seen | i64, Unix seconds |
-//! | fingerprint | u8 word count n, then n × u64 |
-//! | signatures | u32 count n, then n × (hash u32, freq u32), ascending hash |
-//! | id, url | u32 length + UTF-8 bytes each |
-//! | canonical id, canonical url | u32 length + bytes each (length 0: none) |
-//! | similarity | f64 (NaN: none) |
-//! | hamming | u32 (u32::MAX: none) |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs |
+//! | first seen | varint of the zigzag-encoded i64, Unix seconds |
+//! | fingerprint | u8 word count n, then n × u64 LE |
+//! | signatures | varint count n; if n > 0: u8 Rice parameter k, then a bit stream (below) |
+//! | id, url | varint length + UTF-8 bytes each |
+//! | canonical id, canonical url | varint length + bytes each (length 0: none) |
+//! | similarity | f64 LE, if flagged |
+//! | hamming | varint, if flagged |
+//!
+//! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
+//! stream (least significant bit first, padded to a byte) holds for each signature the gap
+//! `g_i = h_i − h_{i−1}` (`h_0 = 0`, so `g_1 = h_1`) as a Rice code, `g >> k` in unary (ones
+//! ended by a zero) then the low `k` bits, then one bit that is set when the frequency is
+//! above 1; after the stream, one varint `freq − 2` for each flagged signature, in order.
+//! With `k ≈ log2(mean gap)` a signature costs about `log2(2^32 / n) + 2.5` bits: 3.4
+//! bytes at n = 100 instead of 8 (record version 1).
+//!
+//! Only unique documents carry their signatures (they are the durable copy of the
+//! in-memory lists); duplicates and skipped pages are stored without them.
 
 use super::IndexError;
 use crate::signature::Signatures;
@@ -112,12 +124,94 @@ pub struct DocRecord {
     pub decision: Decision,
 }
 
-const RECORD_VERSION: u8 = 1;
+const RECORD_VERSION: u8 = 2;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
 
 fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
     let s = s.unwrap_or("");
-    out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+    put_varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends bits to a byte vector, least significant bit first.
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u64,
+    bits: u32,
+}
+
+impl BitWriter<'_> {
+    fn put(&mut self, value: u64, n: u32) {
+        debug_assert!(n <= 32);
+        self.acc |= (value & ((1u64 << n) - 1)) << self.bits;
+        self.bits += n;
+        while self.bits >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.bits -= 8;
+        }
+    }
+    fn ones(&mut self, mut n: u64) {
+        while n >= 32 {
+            self.put(u64::from(u32::MAX), 32);
+            n -= 32;
+        }
+        self.put((1u64 << n) - 1, n as u32);
+    }
+    fn finish(mut self) {
+        if self.bits > 0 {
+            self.out.push(self.acc as u8);
+            self.acc = 0;
+            self.bits = 0;
+        }
+    }
+}
+
+/// The Rice parameter for `n` ascending hashes ending at `last`: ⌊log2(mean gap)⌋.
+fn rice_k(n: usize, last: u32) -> u32 {
+    let mean = (u64::from(last) + 1) / n.max(1) as u64;
+    if mean <= 1 {
+        0
+    } else {
+        63 - mean.leading_zeros()
+    }
+}
+
+/// Encodes a signature multiset (ascending hashes) as documented above.
+fn put_sigs(out: &mut Vec<u8>, sigs: &[(u32, u32)]) {
+    put_varint(out, sigs.len() as u64);
+    let Some(&(last, _)) = sigs.last() else {
+        return;
+    };
+    let k = rice_k(sigs.len(), last);
+    out.push(k as u8);
+    let mut w = BitWriter {
+        out,
+        acc: 0,
+        bits: 0,
+    };
+    let mut prev = 0u32;
+    for &(h, f) in sigs {
+        let gap = u64::from(h - prev);
+        prev = h;
+        w.ones(gap >> k);
+        w.put(0, 1);
+        w.put(gap, k);
+        w.put(u64::from(f > 1), 1);
+    }
+    w.finish();
+    for &(_, f) in sigs {
+        if f > 1 {
+            put_varint(out, u64::from(f - 2));
+        }
+    }
 }
 
 impl DocRecord {
@@ -130,77 +224,72 @@ impl DocRecord {
     pub fn encode_with(&self, signatures: bool) -> Vec<u8> {
         let sigs = if signatures { self.sigs.entries() } else { &[] };
         let d = &self.decision;
-        let mut out = Vec::with_capacity(64 + sigs.len() * 8 + self.url.len());
+        let mut out = Vec::with_capacity(48 + sigs.len() * 4 + self.url.len() + self.id.len());
         out.push(RECORD_VERSION);
         out.push(match d.kind {
             DecisionKind::Unique => 0,
             DecisionKind::Duplicate => 1,
             DecisionKind::Skipped => 2,
         });
-        out.extend_from_slice(&self.first_seen.to_be_bytes());
-        out.push(self.fingerprint.len() as u8);
-        for w in &self.fingerprint {
-            out.extend_from_slice(&w.to_be_bytes());
-        }
-        out.extend_from_slice(&(sigs.len() as u32).to_be_bytes());
-        for &(h, f) in sigs {
-            out.extend_from_slice(&h.to_be_bytes());
-            out.extend_from_slice(&f.to_be_bytes());
-        }
-        put_str(&mut out, Some(&self.id));
-        put_str(&mut out, Some(&self.url));
-        put_str(&mut out, d.canonical_id.as_deref());
-        put_str(&mut out, d.canonical_url.as_deref());
-        out.extend_from_slice(&d.similarity.unwrap_or(f64::NAN).to_be_bytes());
-        out.extend_from_slice(&d.hamming.unwrap_or(u32::MAX).to_be_bytes());
+        out.push(u8::from(d.similarity.is_some()) | (u8::from(d.hamming.is_some()) << 1));
         out.push(match d.found_by {
             None => 0,
             Some(Found::AlgG) => 1,
             Some(Found::AlgH) => 2,
             Some(Found::Spotsigs) => 3,
         });
+        put_varint(
+            &mut out,
+            ((self.first_seen << 1) ^ (self.first_seen >> 63)) as u64,
+        );
+        out.push(self.fingerprint.len() as u8);
+        for w in &self.fingerprint {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        put_sigs(&mut out, sigs);
+        put_str(&mut out, Some(&self.id));
+        put_str(&mut out, Some(&self.url));
+        put_str(&mut out, d.canonical_id.as_deref());
+        put_str(&mut out, d.canonical_url.as_deref());
+        if let Some(sim) = d.similarity {
+            out.extend_from_slice(&sim.to_le_bytes());
+        }
+        if let Some(h) = d.hamming {
+            put_varint(&mut out, u64::from(h));
+        }
         out
     }
 
     /// Decodes a record; any inconsistency is an error, never a panic.
     pub fn decode(bytes: &[u8]) -> Result<DocRecord, IndexError> {
         let mut r = Reader { b: bytes, at: 0 };
-        let version = r.u8()?;
-        if version != RECORD_VERSION {
-            return Err(IndexError::Corrupt(format!("doc record version {version}")));
-        }
-        let kind = match r.u8()? {
-            0 => DecisionKind::Unique,
-            1 => DecisionKind::Duplicate,
-            2 => DecisionKind::Skipped,
-            k => return Err(IndexError::Corrupt(format!("decision code {k}"))),
-        };
-        let first_seen = r.u64()? as i64;
-        let words = r.u8()? as usize;
-        let fingerprint = (0..words).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
-        let n = r.u32()? as usize;
-        if n > bytes.len() / 8 {
-            return Err(IndexError::Corrupt("signature count exceeds record".into()));
-        }
-        let mut entries = Vec::with_capacity(n);
-        for _ in 0..n {
-            entries.push((r.u32()?, r.u32()?));
-        }
+        let head = r.head()?;
+        let first_seen = r.first_seen()?;
+        let fingerprint = r.fingerprint()?;
+        let mut entries = Vec::new();
+        r.sigs(&mut |h, f| entries.push((h, f)))?;
         let sigs = Signatures::from_entries(entries)
             .ok_or_else(|| IndexError::Corrupt("signatures not sorted".into()))?;
         let id = r.str()?;
         let url = r.str()?;
         let canonical_id = Some(r.str()?).filter(|s| !s.is_empty());
         let canonical_url = Some(r.str()?).filter(|s| !s.is_empty());
-        let similarity = Some(f64::from_bits(r.u64()?)).filter(|s| !s.is_nan());
-        let hamming = Some(r.u32()?).filter(|&h| h != u32::MAX);
-        let found_by = match r.u8()? {
-            0 => None,
-            1 => Some(Found::AlgG),
-            2 => Some(Found::AlgH),
-            3 => Some(Found::Spotsigs),
-            m => return Err(IndexError::Corrupt(format!("method code {m}"))),
+        let similarity = if head.flags & 1 != 0 {
+            Some(f64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+        } else {
+            None
         };
+        let hamming = if head.flags & 2 != 0 {
+            Some(
+                u32::try_from(r.varint()?)
+                    .map_err(|_| IndexError::Corrupt("hamming distance".into()))?,
+            )
+        } else {
+            None
+        };
+        if r.at != bytes.len() {
+            return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
+        }
         Ok(DocRecord {
             id,
             url,
@@ -208,15 +297,37 @@ impl DocRecord {
             fingerprint,
             sigs,
             decision: Decision {
-                kind,
+                kind: head.kind,
                 canonical_id,
                 canonical_url,
                 similarity,
                 hamming,
-                found_by,
+                found_by: head.found_by,
             },
         })
     }
+
+    /// Decodes only the decision and, for a unique document, its signature hashes into
+    /// `set` (cleared first). Returns whether the document is unique.
+    pub fn decode_unique_sigs(bytes: &[u8], set: &mut Vec<u32>) -> Result<bool, IndexError> {
+        set.clear();
+        let mut r = Reader { b: bytes, at: 0 };
+        let head = r.head()?;
+        if head.kind != DecisionKind::Unique {
+            return Ok(false);
+        }
+        r.first_seen()?;
+        let words = r.u8()? as usize;
+        r.take(words * 8)?;
+        r.sigs(&mut |h, _| set.push(h))?;
+        Ok(true)
+    }
+}
+
+struct Head {
+    kind: DecisionKind,
+    flags: u8,
+    found_by: Option<Found>,
 }
 
 struct Reader<'a> {
@@ -235,18 +346,128 @@ impl Reader<'_> {
     fn u8(&mut self) -> Result<u8, IndexError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, IndexError> {
-        Ok(u32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+    fn varint(&mut self) -> Result<u64, IndexError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(IndexError::Corrupt("varint too long".into()))
     }
-    fn u64(&mut self) -> Result<u64, IndexError> {
-        Ok(u64::from_be_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+    fn head(&mut self) -> Result<Head, IndexError> {
+        let version = self.u8()?;
+        if version != RECORD_VERSION {
+            return Err(IndexError::Corrupt(format!("doc record version {version}")));
+        }
+        let kind = match self.u8()? {
+            0 => DecisionKind::Unique,
+            1 => DecisionKind::Duplicate,
+            2 => DecisionKind::Skipped,
+            k => return Err(IndexError::Corrupt(format!("decision code {k}"))),
+        };
+        let flags = self.u8()?;
+        let found_by = match self.u8()? {
+            0 => None,
+            1 => Some(Found::AlgG),
+            2 => Some(Found::AlgH),
+            3 => Some(Found::Spotsigs),
+            m => return Err(IndexError::Corrupt(format!("method code {m}"))),
+        };
+        Ok(Head {
+            kind,
+            flags,
+            found_by,
+        })
+    }
+    fn first_seen(&mut self) -> Result<i64, IndexError> {
+        let z = self.varint()?;
+        Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
+    }
+    fn fingerprint(&mut self) -> Result<Vec<u64>, IndexError> {
+        let words = self.u8()? as usize;
+        (0..words)
+            .map(|_| {
+                Ok(u64::from_le_bytes(
+                    self.take(8)?.try_into().expect("8 bytes"),
+                ))
+            })
+            .collect()
+    }
+    /// Decodes the signatures, calling `each(hash, freq)` in ascending order.
+    fn sigs(&mut self, each: &mut dyn FnMut(u32, u32)) -> Result<(), IndexError> {
+        let n = self.varint()?;
+        if n == 0 {
+            return Ok(());
+        }
+        // every signature takes at least two bits
+        if n > (self.b.len() as u64) * 4 {
+            return Err(IndexError::Corrupt("signature count exceeds record".into()));
+        }
+        let k = u32::from(self.u8()?);
+        if k > 32 {
+            return Err(IndexError::Corrupt(format!("rice parameter {k}")));
+        }
+        let corrupt = || IndexError::Corrupt("signature stream".into());
+        let stream = &self.b[self.at..];
+        let total = stream.len() * 8;
+        // at least 57 bits from `bit` on, zeros past the end of the stream
+        let peek = |bit: usize| -> u64 {
+            let at = bit >> 3;
+            let mut buf = [0u8; 8];
+            let avail = stream.len().saturating_sub(at).min(8);
+            buf[..avail].copy_from_slice(&stream[at..at + avail]);
+            u64::from_le_bytes(buf) >> (bit & 7)
+        };
+        let mut bit = 0usize;
+        let mut prev = 0u64;
+        let mut flagged: Vec<(u32, bool)> = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            // the unary quotient: ones up to a zero
+            let mut q = 0u64;
+            loop {
+                let ones = (!peek(bit)).trailing_zeros().min(57);
+                q += u64::from(ones);
+                bit += ones as usize;
+                if bit >= total || q > u64::from(u32::MAX) {
+                    return Err(corrupt());
+                }
+                if ones < 57 {
+                    bit += 1; // the zero
+                    break;
+                }
+            }
+            let w = peek(bit);
+            let rem = if k == 0 { 0 } else { w & ((1u64 << k) - 1) };
+            let many = (w >> k) & 1 == 1;
+            bit += k as usize + 1;
+            if bit > total {
+                return Err(corrupt());
+            }
+            let h = prev + ((q << k) | rem);
+            if h > u64::from(u32::MAX) || (i > 0 && h == prev) {
+                return Err(IndexError::Corrupt("signatures not sorted".into()));
+            }
+            prev = h;
+            flagged.push((h as u32, many));
+        }
+        self.at += bit.div_ceil(8);
+        for (h, many) in flagged {
+            let f = if many {
+                let extra = self.varint()?;
+                u32::try_from(extra + 2).map_err(|_| corrupt())?
+            } else {
+                1
+            };
+            each(h, f);
+        }
+        Ok(())
     }
     fn str(&mut self) -> Result<String, IndexError> {
-        let n = self.u32()? as usize;
+        let n = usize::try_from(self.varint()?)
+            .map_err(|_| IndexError::Corrupt("string length".into()))?;
         let b = self.take(n)?;
         String::from_utf8(b.to_vec()).map_err(|_| IndexError::Corrupt("string not UTF-8".into()))
     }
@@ -287,5 +508,59 @@ mod tests {
             ..rec
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
+    }
+
+    fn sigs_roundtrip(entries: Vec<(u32, u32)>) {
+        let rec = DocRecord {
+            id: "x".into(),
+            url: "u".into(),
+            first_seen: -5,
+            fingerprint: vec![1],
+            sigs: Signatures::from_entries(entries.clone()).unwrap(),
+            decision: Decision::plain(DecisionKind::Unique),
+        };
+        let bytes = rec.encode();
+        assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+        let mut set = Vec::new();
+        assert!(DocRecord::decode_unique_sigs(&bytes, &mut set).unwrap());
+        assert_eq!(set, entries.iter().map(|e| e.0).collect::<Vec<_>>());
+        for cut in 0..bytes.len() {
+            assert!(DocRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn signatures_roundtrip(
+            set in proptest::collection::btree_map(proptest::num::u32::ANY, 1u32..5, 0..300)
+        ) {
+            sigs_roundtrip(set.into_iter().collect());
+        }
+    }
+
+    #[test]
+    fn signature_edge_cases() {
+        sigs_roundtrip(vec![(0, 1)]);
+        sigs_roundtrip(vec![(u32::MAX, u32::MAX)]);
+        sigs_roundtrip(vec![(0, 7), (1, 1), (u32::MAX, 2)]);
+        sigs_roundtrip((0..1000).map(|i| (i, 1)).collect());
+        // about 3.4 bytes a signature at 100 random signatures
+        let entries: Vec<(u32, u32)> = (0..100u32)
+            .map(|i| (i.wrapping_mul(0x9e37_79b9) >> 1 | 1, 1))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .collect();
+        let mut out = Vec::new();
+        put_sigs(&mut out, &entries);
+        assert!(out.len() < 100 * 7 / 2, "{} bytes", out.len());
+    }
+
+    #[test]
+    fn hostile_bytes_are_errors() {
+        // a huge unary run, a count beyond the record, a bad version
+        assert!(DocRecord::decode(&[2, 0, 0, 0, 0, 0, 5, 0]).is_err());
+        assert!(DocRecord::decode(&[2, 0, 0, 0, 0, 0, 0xff, 0xff, 0x7f, 3, 0xff]).is_err());
+        assert!(DocRecord::decode(&[1, 0]).is_err());
+        assert!(DocRecord::decode(&[]).is_err());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 2)
+//! # Key layout (format version 3)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -14,11 +14,13 @@
 //! | `ids` | document id (UTF-8) | doc number u64 BE |
 //! | `alg_g` | table u16 BE ‖ permuted fingerprint u64 BE ‖ doc u64 BE | fingerprint u64 BE |
 //! | `alg_h` | y = group·2^w + group value, u64 BE ‖ doc u64 BE | fingerprint words, u64 BE each |
-//! | `lists` | signature u32 BE ‖ set length u32 BE ‖ doc u64 BE | empty |
 //! | `stage` | owned by the streaming stage (checkpoints) | |
 //!
-//! Only `unique` documents have entries in `alg_g`, `alg_h` and `lists`; every decided
-//! document has a `docs` and an `ids` entry, so a repeated id gets its stored decision.
+//! Only `unique` documents have entries in `alg_g` and `alg_h` and a signature set in their
+//! `docs` record; every decided document has a `docs` and an `ids` entry, so a repeated id
+//! gets its stored decision. The exact-Jaccard lists ([`lists`]) are held in memory and
+//! rebuilt from the unique documents' signature sets when the index is opened: the `docs`
+//! family is their durable copy (format 2 kept them in a `lists` family on disk).
 
 pub mod alg_g;
 pub mod alg_h;
@@ -41,7 +43,8 @@ use crate::signature::{Measure, SignatureConfig, Signatures};
 /// a stored document's signatures and fingerprint are computed from (the fingerprint
 /// functions, the text extraction), and an index of another version is refused.
 /// Version 2: main-region extraction with boilerplate and layout containers.
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3: the exact-Jaccard lists are in memory, rebuilt from `docs` (no `lists` family).
+pub const FORMAT_VERSION: u32 = 3;
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -56,9 +59,9 @@ pub enum Method {
     /// alg.H merged group index over a 64/128/256-bit fingerprint.
     AlgH,
     /// Exact-Jaccard inverted lists with prefix filtering: finds every pair ≥ τ.
+    #[default]
     Spotsigs,
     /// alg.G first (near-exact copies), then the exact-Jaccard lists.
-    #[default]
     Chain,
 }
 
@@ -116,7 +119,7 @@ pub struct IndexParams {
 impl Default for IndexParams {
     fn default() -> Self {
         IndexParams {
-            method: Method::Chain,
+            method: Method::Spotsigs,
             measure: Measure::Jaccard,
             threshold: 0.5,
             rh: 3,
@@ -187,6 +190,8 @@ pub struct IndexStats {
     pub next_doc: u64,
     /// `(family, keys, bytes)`.
     pub families: Vec<(String, u64, u64)>,
+    /// The in-memory exact-Jaccard lists, if the method has them.
+    pub lists: Option<lists::ListStats>,
 }
 
 /// The index: a store plus the structures the parameters select.
@@ -199,6 +204,12 @@ pub struct Index {
     next_doc: u64,
     scratch: Vec<(u64, u32)>,
     scratch_docs: Vec<u64>,
+    scratch_hits: rustc_hash::FxHashMap<u32, u32>,
+    scratch_set: Vec<u32>,
+    /// The set of the last list query and the lengths of its signatures' lists, reused by
+    /// the insert that follows it.
+    last_query: Vec<u32>,
+    last_counts: Vec<u32>,
 }
 
 fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
@@ -326,7 +337,10 @@ impl Index {
             _ => None,
         };
         let lists = match params.method {
-            Method::Spotsigs | Method::Chain => Some(lists::Lists::new(params.threshold)?),
+            Method::Spotsigs | Method::Chain => Some(lists::Lists::new(
+                params.threshold,
+                params.measure == Measure::Jaccard,
+            )?),
             _ => None,
         };
         let next_doc = match store.get(Family::Meta, META_NEXT_DOC)? {
@@ -337,7 +351,7 @@ impl Index {
             ),
             None => 0,
         };
-        Ok(Index {
+        let mut index = Index {
             store,
             params,
             alg_g,
@@ -346,7 +360,50 @@ impl Index {
             next_doc,
             scratch: Vec::new(),
             scratch_docs: Vec::new(),
-        })
+            scratch_hits: Default::default(),
+            scratch_set: Vec::new(),
+            last_query: Vec::new(),
+            last_counts: Vec::new(),
+        };
+        index.rebuild_lists()?;
+        Ok(index)
+    }
+
+    /// Enters every stored unique document in the in-memory lists, in document order.
+    fn rebuild_lists(&mut self) -> Result<(), IndexError> {
+        let Some(lists) = self.lists.as_mut() else {
+            return Ok(());
+        };
+        let mut err = None;
+        let mut set = Vec::new();
+        self.store
+            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+                let num = match <[u8; 8]>::try_from(k) {
+                    Ok(n) => u64::from_be_bytes(n),
+                    Err(_) => {
+                        err = Some(IndexError::Corrupt("docs key".into()));
+                        return false;
+                    }
+                };
+                match DocRecord::decode_unique_sigs(v, &mut set) {
+                    Ok(true) => {
+                        if let Err(e) = lists.insert(&set, num) {
+                            err = Some(IndexError::Corrupt(e.to_string()));
+                            return false;
+                        }
+                        true
+                    }
+                    Ok(false) => true,
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                }
+            })?;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// The parameters.
@@ -409,8 +466,14 @@ impl Index {
     ) -> Result<(), IndexError> {
         out.clear();
         if let Some(l) = &self.lists {
-            let set: Vec<u32> = sigs.hashes().collect();
-            l.query(self.store.as_ref(), &set, &mut self.scratch_docs)?;
+            self.last_query.clear();
+            self.last_query.extend(sigs.hashes());
+            l.query_counted(
+                &self.last_query,
+                &mut self.scratch_docs,
+                &mut self.scratch_hits,
+                &mut self.last_counts,
+            );
             out.extend(self.scratch_docs.iter().map(|&doc| Candidate {
                 doc,
                 hamming: None,
@@ -445,12 +508,24 @@ impl Index {
                 h.remove(b, &rec.fingerprint, num)?;
             }
         }
-        if let Some(l) = &self.lists {
-            let set: Vec<u32> = rec.sigs.hashes().collect();
+        Ok(())
+    }
+
+    /// Enters (or removes) a unique document in the in-memory lists, after its batch is
+    /// written.
+    fn list_entries(&mut self, rec: &DocRecord, num: u64, insert: bool) -> Result<(), IndexError> {
+        if let Some(l) = self.lists.as_mut() {
+            self.scratch_set.clear();
+            self.scratch_set.extend(rec.sigs.hashes());
             if insert {
-                l.insert(b, &set, num);
+                // the lengths counted by the query of this very set, if it was the last one
+                let counts = (self.last_query == self.scratch_set).then_some(&self.last_counts[..]);
+                l.insert_counted(&self.scratch_set, counts, num)
+                    .map_err(|e| IndexParamError(e.to_string()))?;
+                self.last_query.clear();
             } else {
-                l.remove(b, &set, num);
+                l.remove(&self.scratch_set, num);
+                self.last_query.clear();
             }
         }
         Ok(())
@@ -469,8 +544,14 @@ impl Index {
         b.put(Family::Docs, &num.to_be_bytes(), &rec.encode_with(unique));
         b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
         b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
+        if unique && self.lists.is_some() && num > lists::MAX_DOC {
+            return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
+        }
         self.store.write(b)?;
         self.next_doc = num + 1;
+        if unique {
+            self.list_entries(rec, num, true)?;
+        }
         Ok(num)
     }
 
@@ -518,6 +599,11 @@ impl Index {
                 }
             }
             self.store.write(b)?;
+            for (num, rec) in chunk {
+                if rec.decision.kind == DecisionKind::Unique {
+                    self.list_entries(rec, *num, false)?;
+                }
+            }
         }
         Ok(n)
     }
@@ -534,6 +620,7 @@ impl Index {
             params: self.params.clone(),
             next_doc: self.next_doc,
             families,
+            lists: self.lists.as_ref().map(lists::Lists::stats),
         })
     }
 

@@ -33,8 +33,6 @@ pub const CF_IDS: &str = "ids";
 pub const CF_ALG_G: &str = "alg_g";
 /// RocksDB name of the [`Family::AlgH`] column family.
 pub const CF_ALG_H: &str = "alg_h";
-/// RocksDB name of the [`Family::Lists`] column family.
-pub const CF_LISTS: &str = "lists";
 /// RocksDB name of the [`Family::Stage`] column family.
 pub const CF_STAGE: &str = "stage";
 
@@ -51,21 +49,18 @@ pub enum Family {
     AlgG,
     /// Yuan et al. merged group index (see `alg_h`).
     AlgH,
-    /// Exact-Jaccard inverted lists with prefix filtering (see `lists`).
-    Lists,
     /// Staging area for the pipeline.
     Stage,
 }
 
 impl Family {
     /// Every family, in a fixed order (the order of [`Family::index`]).
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 6] = [
         Family::Meta,
         Family::Docs,
         Family::Ids,
         Family::AlgG,
         Family::AlgH,
-        Family::Lists,
         Family::Stage,
     ];
 
@@ -77,7 +72,6 @@ impl Family {
             Family::Ids => CF_IDS,
             Family::AlgG => CF_ALG_G,
             Family::AlgH => CF_ALG_H,
-            Family::Lists => CF_LISTS,
             Family::Stage => CF_STAGE,
         }
     }
@@ -90,8 +84,7 @@ impl Family {
             Family::Ids => 2,
             Family::AlgG => 3,
             Family::AlgH => 4,
-            Family::Lists => 5,
-            Family::Stage => 6,
+            Family::Stage => 5,
         }
     }
 }
@@ -703,39 +696,39 @@ mod tests {
         // Insert out of order to check ordering.
         let mut b = Batch::default();
         for k in all.iter().rev() {
-            b.put(Family::Lists, k, &[k.len() as u8]);
+            b.put(Family::AlgG, k, &[k.len() as u8]);
         }
         store.write(b).unwrap();
 
-        let everything = keys(store, Family::Lists, b"", &[0xff; 4]);
+        let everything = keys(store, Family::AlgG, b"", &[0xff; 4]);
         let expected: Vec<Vec<u8>> = all.iter().map(|k| k.to_vec()).collect();
         assert_eq!(everything, expected);
 
         // [lo, hi): lo included, hi excluded.
         assert_eq!(
-            keys(store, Family::Lists, b"a", b"abc"),
+            keys(store, Family::AlgG, b"a", b"abc"),
             vec![b"a".to_vec(), b"a\x00".to_vec(), b"ab".to_vec()]
         );
         // Prefix scan for "a" with the SCAN_PAST convention.
         let mut hi = b"a".to_vec();
         hi.extend_from_slice(&SCAN_PAST);
-        assert_eq!(keys(store, Family::Lists, b"a", &hi).len(), 4);
+        assert_eq!(keys(store, Family::AlgG, b"a", &hi).len(), 4);
         // Bounds between keys.
         assert_eq!(
-            keys(store, Family::Lists, b"aa", b"b\x00"),
+            keys(store, Family::AlgG, b"aa", b"b\x00"),
             vec![b"ab".to_vec(), b"abc".to_vec(), b"b".to_vec()]
         );
         // Empty and inverted ranges.
-        assert!(keys(store, Family::Lists, b"a", b"a").is_empty());
-        assert!(keys(store, Family::Lists, b"b", b"a").is_empty());
+        assert!(keys(store, Family::AlgG, b"a", b"a").is_empty());
+        assert!(keys(store, Family::AlgG, b"b", b"a").is_empty());
         // Values come with their keys.
-        let kv = collect(store, Family::Lists, b"abc", b"abd");
+        let kv = collect(store, Family::AlgG, b"abc", b"abd");
         assert_eq!(kv, vec![(b"abc".to_vec(), vec![3u8])]);
 
         // Early stop.
         let mut seen = Vec::new();
         store
-            .scan(Family::Lists, b"", &[0xff; 4], &mut |k, _| {
+            .scan(Family::AlgG, b"", &[0xff; 4], &mut |k, _| {
                 seen.push(k.to_vec());
                 seen.len() < 3
             })
@@ -756,16 +749,16 @@ mod tests {
             );
         }
         let mut b = Batch::default();
-        b.delete(Family::AlgG, b"shared");
+        b.delete(Family::AlgH, b"shared");
         store.write(b).unwrap();
-        assert_eq!(store.get(Family::AlgG, b"shared").unwrap(), None);
-        assert!(keys(store, Family::AlgG, b"", b"\xff").is_empty());
+        assert_eq!(store.get(Family::AlgH, b"shared").unwrap(), None);
+        assert!(keys(store, Family::AlgH, b"", b"\xff").is_empty());
         for f in Family::ALL {
-            if f != Family::AlgG {
+            if f != Family::AlgH {
                 assert!(store.get(f, b"shared").unwrap().is_some(), "{f:?}");
             }
         }
-        assert_eq!(keys(store, Family::AlgH, b"", b"\xff").len(), 1);
+        assert_eq!(keys(store, Family::Ids, b"shared", b"shared\x00").len(), 1);
     }
 
     fn maintenance(store: &dyn Store) {
@@ -847,10 +840,7 @@ mod tests {
             assert_eq!(f.index(), i);
         }
         let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(
-            names,
-            ["meta", "docs", "ids", "alg_g", "alg_h", "lists", "stage"]
-        );
+        assert_eq!(names, ["meta", "docs", "ids", "alg_g", "alg_h", "stage"]);
     }
 
     #[test]

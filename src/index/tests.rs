@@ -77,13 +77,7 @@ fn index_suite_on_both_stores() {
             assert!(c.is_empty());
             assert!(idx.find_id("b").unwrap().is_some());
             assert_eq!(idx.expire(1000).unwrap(), 2);
-            for f in [
-                Family::AlgG,
-                Family::AlgH,
-                Family::Lists,
-                Family::Docs,
-                Family::Ids,
-            ] {
+            for f in [Family::AlgG, Family::AlgH, Family::Docs, Family::Ids] {
                 let mut n = 0;
                 idx.store()
                     .scan(f, &[], &[0xff; 32], &mut |_, _| {
@@ -92,6 +86,13 @@ fn index_suite_on_both_stores() {
                     })
                     .unwrap();
                 assert_eq!(n, 0, "{method}: family {f:?} not empty after expiring all");
+            }
+            if let Some(l) = idx.stats().unwrap().lists {
+                assert_eq!(
+                    (l.postings, l.documents),
+                    (0, 0),
+                    "{method}: lists not empty"
+                );
             }
         }
     }
@@ -108,6 +109,12 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
     }
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     assert!(idx.find_id("a").unwrap().is_some());
+    // the in-memory lists were rebuilt from the stored signature sets
+    let mut c = Vec::new();
+    idx.list_candidates(&Signatures::from_hashes((1..10).collect()), &mut c)
+        .unwrap();
+    assert_eq!(c.iter().map(|c| c.doc).collect::<Vec<_>>(), vec![0]);
+    assert_eq!(idx.stats().unwrap().lists.unwrap().documents, 1);
     assert_eq!(
         idx.put(&rec("b", 1, DecisionKind::Unique, vec![1], 8))
             .unwrap(),
@@ -127,6 +134,20 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
     let existing = Index::open_existing(Box::new(RocksStore::open(dir.path()).unwrap())).unwrap();
     assert_eq!(existing.params(), &params);
     assert_eq!(existing.stats().unwrap().next_doc, 2);
+}
+
+#[test]
+fn format_2_index_is_refused_with_a_rebuild_message() {
+    let store = MemoryStore::new();
+    let mut b = Batch::default();
+    b.put(Family::Meta, META_FORMAT, &2u32.to_be_bytes());
+    store.write(b).unwrap();
+    let err = Index::open(Box::new(store), IndexParams::default())
+        .err()
+        .unwrap();
+    let msg = err.to_string();
+    assert!(msg.contains("format version 2"), "{msg}");
+    assert!(msg.contains("rebuild it into a new directory"), "{msg}");
 }
 
 #[test]

@@ -1,0 +1,466 @@
+//! `neardup bench index`: builds indexes of N synthetic pages (see [`super::synthetic`]) and
+//! reports, per N and method, one deciding thread: sustained decisions per second over the
+//! last 10 % of N, decision latency percentiles, bytes per document on disk per column
+//! family, memory, build time, and the share of true near-copies found.
+//!
+//! Every (N, method) runs in a child process of its own, so its memory figures are its own.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use super::bench_stage::cpu_seconds;
+use super::synthetic::{set_stats, Generator, SetStats, Synth};
+use crate::dedup::{Deduplicator, PageRef};
+use crate::index::{DecisionKind, Index, IndexParams, Method};
+use crate::signature::{SignatureConfig, Signer};
+
+/// Arguments of `neardup bench index`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchIndexArgs {
+    /// Index sizes, comma-separated (e.g. 100000,1000000,10000000)
+    #[arg(long, value_delimiter = ',', default_value = "100000")]
+    pub docs: Vec<u64>,
+    /// Methods, comma-separated: spotsigs, chain, alg-g, alg-h (64 bits), alg-h-128, alg-h-256
+    #[arg(long, value_delimiter = ',', default_value = "spotsigs")]
+    pub methods: Vec<String>,
+    /// Directory for the indexes (a temporary directory by default; each run's index is
+    /// removed after it)
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Stop a run after this many seconds of building and report how far it got
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// Similarity threshold τ
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f64,
+    /// Share of pages that are edited copies of an earlier page
+    #[arg(long, default_value_t = 0.2)]
+    pub copy_rate: f64,
+    /// Seed of the synthetic stream
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the statistics the synthetic model is fitted to, measured on this page corpus
+    /// (JSONL, plain or gzip) with the real signer, next to the model's, and exit
+    #[arg(long)]
+    pub calibrate: Option<PathBuf>,
+    /// Print rows as JSON lines
+    #[arg(long)]
+    pub json: bool,
+    /// Run exactly one size and method in this process (used by the parent run)
+    #[arg(long, hide = true)]
+    pub single: bool,
+}
+
+/// One (N, method) run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexRow {
+    /// Method (with the fingerprint width for alg-h).
+    pub method: String,
+    /// Documents asked for.
+    pub target_docs: u64,
+    /// Documents decided (less than asked when the time limit stopped the run).
+    pub docs: u64,
+    /// Decisions per second of the deciding thread over the last 10 % of the documents.
+    pub decisions_per_second: f64,
+    /// The same over the first 10 %.
+    pub first_decisions_per_second: f64,
+    /// Decision latency over the last 10 %, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Longest.
+    pub max_us: f64,
+    /// CPU time of the whole process (RocksDB's background threads included) per decision
+    /// over the last 10 %, microseconds.
+    pub cpu_us_per_decision: Option<f64>,
+    /// Wall time to build the index (generation of the pages included), seconds.
+    pub build_seconds: f64,
+    /// Bytes on disk per document, by column family (after a flush).
+    pub family_bytes_per_doc: Vec<(String, f64)>,
+    /// Bytes of the whole index directory per document (logs included).
+    pub dir_bytes_per_doc: f64,
+    /// Bytes of the in-memory lists per document.
+    pub lists_bytes_per_doc: f64,
+    /// Resident memory at the end, MiB.
+    pub rss_mib: f64,
+    /// Peak resident memory, MiB.
+    pub peak_rss_mib: f64,
+    /// Seconds to reopen the index (the in-memory lists are rebuilt).
+    pub reopen_seconds: f64,
+    /// Copies whose Jaccard to their original reaches τ.
+    pub copies_expected: u64,
+    /// Of those, decided duplicate.
+    pub copies_found: u64,
+    /// Originals (not copies) decided duplicate.
+    pub originals_duplicate: u64,
+    /// Decisions: unique, duplicate, skipped.
+    pub unique: u64,
+    /// Duplicates.
+    pub duplicate: u64,
+    /// Skipped.
+    pub skipped: u64,
+}
+
+fn params_for(method: &str, tau: f64) -> Result<(IndexParams, u32)> {
+    let (m, bits, rh) = match method {
+        "spotsigs" => (Method::Spotsigs, 64, 3),
+        "chain" => (Method::Chain, 64, 3),
+        "alg-g" => (Method::AlgG, 64, 3),
+        "alg-h" | "alg-h-64" => (Method::AlgH, 64, 3),
+        // the radius grows with the width: the same resemblance, k·(1 − r)/2
+        "alg-h-128" => (Method::AlgH, 128, 6),
+        "alg-h-256" => (Method::AlgH, 256, 12),
+        other => bail!(
+            "unknown method {other:?} (known: spotsigs, chain, alg-g, alg-h, alg-h-128, alg-h-256)"
+        ),
+    };
+    let params = IndexParams {
+        method: m,
+        threshold: tau,
+        rh,
+        signature: SignatureConfig {
+            fingerprint_bits: bits,
+            ..SignatureConfig::default()
+        },
+        ..IndexParams::default()
+    };
+    Ok((params, bits))
+}
+
+fn status_kib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+fn dir_bytes(path: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+fn percentile(sorted: &[u32], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    f64::from(sorted[i]) / 1000.0
+}
+
+/// Builds one index of `n` synthetic pages with `method` in `dir`.
+pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Result<IndexRow> {
+    let (params, bits) = params_for(method, args.threshold)?;
+    let tau = params.threshold;
+    let mut dedup = Deduplicator::new(Index::open_dir(dir, params.clone())?)?;
+    let mut gen = Generator::new(Synth {
+        seed: args.seed,
+        copy_rate: args.copy_rate,
+        fingerprint_bits: bits,
+        ..Synth::default()
+    });
+    let tenth = (n / 10).max(1);
+    let last_from = n - tenth;
+    let mut lat: Vec<u32> = Vec::with_capacity(tenth as usize);
+    let (mut first_ns, mut last_ns) = (0u128, 0u128);
+    let mut row = IndexRow {
+        method: method.to_string(),
+        target_docs: n,
+        docs: 0,
+        decisions_per_second: 0.0,
+        first_decisions_per_second: 0.0,
+        p50_us: 0.0,
+        p99_us: 0.0,
+        p999_us: 0.0,
+        max_us: 0.0,
+        cpu_us_per_decision: None,
+        build_seconds: 0.0,
+        family_bytes_per_doc: Vec::new(),
+        dir_bytes_per_doc: 0.0,
+        lists_bytes_per_doc: 0.0,
+        rss_mib: 0.0,
+        peak_rss_mib: 0.0,
+        reopen_seconds: 0.0,
+        copies_expected: 0,
+        copies_found: 0,
+        originals_duplicate: 0,
+        unique: 0,
+        duplicate: 0,
+        skipped: 0,
+    };
+    let started = Instant::now();
+    let mut cpu_last = None;
+    let mut last_count = 0u64;
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for i in 0..n {
+        if let Some(limit) = args.max_seconds {
+            if i % 1024 == 0 && started.elapsed().as_secs_f64() > limit {
+                break;
+            }
+        }
+        if i == last_from {
+            cpu_last = cpu_seconds(None);
+        }
+        let page = gen.next_page();
+        let t = Instant::now();
+        let out = dedup.decide(
+            PageRef {
+                id: &page.id,
+                url: &page.url,
+                first_seen: 1_795_000_000 + (i / 1000) as i64,
+            },
+            &page.signed,
+        )?;
+        let dt = t.elapsed().as_nanos();
+        if i < tenth {
+            first_ns += dt;
+        }
+        if i >= last_from {
+            last_ns += dt;
+            last_count += 1;
+            lat.push(u32::try_from(dt).unwrap_or(u32::MAX));
+        }
+        row.docs += 1;
+        match out.decision.kind {
+            DecisionKind::Unique => row.unique += 1,
+            DecisionKind::Duplicate => row.duplicate += 1,
+            DecisionKind::Skipped => row.skipped += 1,
+        }
+        let dup = out.decision.kind == DecisionKind::Duplicate;
+        match page.copy_of {
+            Some((_, j)) if j >= tau => {
+                row.copies_expected += 1;
+                row.copies_found += u64::from(dup);
+            }
+            Some(_) => {}
+            None => row.originals_duplicate += u64::from(dup),
+        }
+        if progress && i % 100_000 == 0 && i > 0 {
+            eprint!(
+                "\r{method}: {i} of {n}, {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    row.build_seconds = started.elapsed().as_secs_f64();
+    let first = row.docs.min(tenth);
+    row.first_decisions_per_second = first as f64 / (first_ns as f64 / 1e9).max(1e-12);
+    if last_count > 0 {
+        row.decisions_per_second = last_count as f64 / (last_ns as f64 / 1e9);
+        if let (Some(a), Some(b)) = (cpu_last, cpu_seconds(None)) {
+            row.cpu_us_per_decision = Some((b - a) * 1e6 / last_count as f64);
+        }
+    }
+    lat.sort_unstable();
+    row.p50_us = percentile(&lat, 0.5);
+    row.p99_us = percentile(&lat, 0.99);
+    row.p999_us = percentile(&lat, 0.999);
+    row.max_us = lat.last().map_or(0.0, |&x| f64::from(x) / 1000.0);
+    dedup.index().flush()?;
+    let stats = dedup.index().stats()?;
+    let docs = row.docs.max(1) as f64;
+    row.family_bytes_per_doc = stats
+        .families
+        .iter()
+        .map(|(name, _, bytes)| (name.clone(), *bytes as f64 / docs))
+        .collect();
+    row.lists_bytes_per_doc = stats.lists.map_or(0.0, |l| l.memory_bytes as f64 / docs);
+    row.rss_mib = status_kib("VmRSS:") / 1024.0;
+    row.peak_rss_mib = status_kib("VmHWM:") / 1024.0;
+    row.dir_bytes_per_doc = dir_bytes(dir) as f64 / docs;
+    drop(dedup);
+    let t = Instant::now();
+    let reopened = Index::open_dir(dir, params)?;
+    row.reopen_seconds = t.elapsed().as_secs_f64();
+    drop(reopened);
+    Ok(row)
+}
+
+/// Prints the statistics of the corpus and of the synthetic model side by side.
+fn calibrate(path: &Path) -> Result<()> {
+    let params = IndexParams::default();
+    let signer = Signer::new(&params.signature)?;
+    let mut reader = super::input::open(path)?;
+    let mut sets: Vec<Vec<u32>> = Vec::new();
+    let mut line = String::new();
+    #[derive(Deserialize)]
+    struct HtmlOnly {
+        html: String,
+    }
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let p: HtmlOnly = serde_json::from_str(&line).context("a page line without html")?;
+        let s = signer.sign(&p.html);
+        if s.sigs.set_len() >= params.min_signatures as usize {
+            sets.push(s.sigs.hashes().collect());
+        }
+    }
+    let corpus = set_stats(sets.iter().map(|v| v.as_slice()));
+    let mut g = Generator::new(Synth {
+        copy_rate: 0.0,
+        ..Synth::default()
+    });
+    let model: Vec<Vec<u32>> = (0..sets.len())
+        .map(|_| g.next_page().signed.sigs.hashes().collect())
+        .collect();
+    let synth = set_stats(model.iter().map(|v| v.as_slice()));
+    let show = |name: &str, s: &SetStats| {
+        println!(
+            "{name:<8} pages {:>7}  mean signatures {:>6.1}  vocabulary {:>8}  occurrences {:>8}  seen-once share {:.3}  top page share {:.3}",
+            s.pages, s.mean_signatures, s.vocabulary, s.occurrences, s.singleton_share, s.top_page_share
+        );
+        println!("         size quantiles {:?}", s.size_quantiles);
+    };
+    show("corpus", &corpus);
+    show("model", &synth);
+    Ok(())
+}
+
+/// Runs `neardup bench index`.
+pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
+    if let Some(path) = &args.calibrate {
+        calibrate(path)?;
+        return Ok(Vec::new());
+    }
+    if !(args.threshold > 0.0 && args.threshold <= 1.0) {
+        bail!("threshold must be within (0, 1] (got {})", args.threshold);
+    }
+    if !(0.0..=1.0).contains(&args.copy_rate) {
+        bail!("copy rate must be within [0, 1] (got {})", args.copy_rate);
+    }
+    for m in &args.methods {
+        params_for(m, args.threshold)?;
+    }
+    let base = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("create {}", d.display()))?;
+            tempfile::tempdir_in(d)?
+        }
+        None => tempfile::tempdir()?,
+    };
+    if args.single {
+        let (Some(&n), Some(m)) = (args.docs.first(), args.methods.first()) else {
+            bail!("--single needs one size and one method");
+        };
+        let row = run_one(m, n, &base.path().join("index"), &args)?;
+        println!("{}", serde_json::to_string(&row)?);
+        return Ok(vec![row]);
+    }
+    let exe = std::env::current_exe().context("the running binary")?;
+    let mut rows = Vec::new();
+    if !args.json {
+        print_header();
+    }
+    for &n in &args.docs {
+        for m in &args.methods {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["bench", "index", "--single", "--json"])
+                .arg("--docs")
+                .arg(n.to_string())
+                .arg("--methods")
+                .arg(m)
+                .arg("--threshold")
+                .arg(args.threshold.to_string())
+                .arg("--copy-rate")
+                .arg(args.copy_rate.to_string())
+                .arg("--seed")
+                .arg(args.seed.to_string())
+                .arg("--dir")
+                .arg(base.path());
+            if let Some(s) = args.max_seconds {
+                cmd.arg("--max-seconds").arg(s.to_string());
+            }
+            let out = cmd
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .context("run the benchmark child")?;
+            if !out.status.success() {
+                bail!("benchmark of {m} at {n} documents failed ({})", out.status);
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let line = text.lines().last().unwrap_or_default();
+            let row: IndexRow = serde_json::from_str(line)
+                .with_context(|| format!("benchmark child printed {line:?}"))?;
+            if args.json {
+                println!("{line}");
+            } else {
+                print_row(&row);
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn print_header() {
+    println!(
+        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | RSS MiB (peak) | build s | reopen s | copies found |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+}
+
+fn print_row(r: &IndexRow) {
+    let fam = |name: &str| {
+        r.family_bytes_per_doc
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0.0, |x| x.1)
+    };
+    let docs_ids = fam("docs") + fam("ids");
+    let fp = fam("alg_g") + fam("alg_h");
+    let done = if r.docs < r.target_docs {
+        format!("{} (stopped at {})", r.target_docs, r.docs)
+    } else {
+        r.docs.to_string()
+    };
+    println!(
+        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} | {:.4} ({} of {}) |",
+        r.method,
+        r.decisions_per_second,
+        r.first_decisions_per_second,
+        r.p50_us,
+        r.p99_us,
+        r.p999_us,
+        r.cpu_us_per_decision.map_or("–".to_string(), |c| format!("{c:.0}")),
+        docs_ids,
+        fp,
+        r.dir_bytes_per_doc,
+        r.lists_bytes_per_doc,
+        r.rss_mib,
+        r.peak_rss_mib,
+        r.build_seconds,
+        r.reopen_seconds,
+        r.copies_found as f64 / r.copies_expected.max(1) as f64,
+        r.copies_found,
+        r.copies_expected,
+    );
+}

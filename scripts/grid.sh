@@ -4,7 +4,7 @@
 set -euo pipefail
 corpus=${1:?usage: scripts/grid.sh CORPUS}; shift || true
 bin=${NEARDUP_BIN:-target/release/neardup}
-run() { echo "## $*"; "$bin" eval --corpus "$corpus" --method chain --threshold 0.4,0.5,0.6 "$@" 2>/dev/null | tail -n +2; }
+run() { echo "## $*"; "$bin" eval --corpus "$corpus" --method spotsigs --threshold 0.4,0.5,0.6 "$@" 2>/dev/null | tail -n +2; }
 run "$@"
 run --chain-len 1 "$@"
 run --chain-len 3 "$@"

@@ -179,10 +179,11 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
         fingerprint_bits: bits,
         ..Synth::default()
     });
-    let tenth = (n / 10).max(1);
-    let last_from = n - tenth;
-    let mut lat: Vec<u32> = Vec::with_capacity(tenth as usize);
-    let (mut first_ns, mut last_ns) = (0u128, 0u128);
+    // every decision's latency, and the process CPU time at every 1 % of the target, so a
+    // run stopped by the time limit is measured over the last 10 % of what it reached
+    let mut lat: Vec<u32> = Vec::with_capacity(n.min(50_000_000) as usize);
+    let step = (n / 100).max(1);
+    let mut cpu_marks: Vec<(u64, Option<f64>)> = vec![(0, cpu_seconds(None))];
     let mut row = IndexRow {
         method: method.to_string(),
         target_docs: n,
@@ -209,8 +210,6 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
         skipped: 0,
     };
     let started = Instant::now();
-    let mut cpu_last = None;
-    let mut last_count = 0u64;
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for i in 0..n {
         if let Some(limit) = args.max_seconds {
@@ -218,8 +217,8 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
                 break;
             }
         }
-        if i == last_from {
-            cpu_last = cpu_seconds(None);
+        if i % step == 0 && i > 0 {
+            cpu_marks.push((i, cpu_seconds(None)));
         }
         let page = gen.next_page();
         let t = Instant::now();
@@ -231,15 +230,7 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
             },
             &page.signed,
         )?;
-        let dt = t.elapsed().as_nanos();
-        if i < tenth {
-            first_ns += dt;
-        }
-        if i >= last_from {
-            last_ns += dt;
-            last_count += 1;
-            lat.push(u32::try_from(dt).unwrap_or(u32::MAX));
-        }
+        lat.push(u32::try_from(t.elapsed().as_nanos()).unwrap_or(u32::MAX));
         row.docs += 1;
         match out.decision.kind {
             DecisionKind::Unique => row.unique += 1,
@@ -266,19 +257,25 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
         eprintln!();
     }
     row.build_seconds = started.elapsed().as_secs_f64();
-    let first = row.docs.min(tenth);
-    row.first_decisions_per_second = first as f64 / (first_ns as f64 / 1e9).max(1e-12);
-    if last_count > 0 {
-        row.decisions_per_second = last_count as f64 / (last_ns as f64 / 1e9);
-        if let (Some(a), Some(b)) = (cpu_last, cpu_seconds(None)) {
-            row.cpu_us_per_decision = Some((b - a) * 1e6 / last_count as f64);
-        }
+    let reached = lat.len();
+    let tenth = (reached / 10).max(1).min(reached);
+    let rate = |xs: &[u32]| {
+        let ns: u64 = xs.iter().map(|&x| u64::from(x)).sum();
+        xs.len() as f64 / (ns as f64 / 1e9).max(1e-12)
+    };
+    row.first_decisions_per_second = rate(&lat[..tenth]);
+    let mut last = lat[reached - tenth..].to_vec();
+    row.decisions_per_second = rate(&last);
+    let from = (reached - tenth) as u64;
+    let mark = cpu_marks.iter().rev().find(|(i, _)| *i <= from);
+    if let (Some((i0, Some(c0))), Some(c1)) = (mark, cpu_seconds(None)) {
+        row.cpu_us_per_decision = Some((c1 - c0) * 1e6 / (reached as u64 - i0).max(1) as f64);
     }
-    lat.sort_unstable();
-    row.p50_us = percentile(&lat, 0.5);
-    row.p99_us = percentile(&lat, 0.99);
-    row.p999_us = percentile(&lat, 0.999);
-    row.max_us = lat.last().map_or(0.0, |&x| f64::from(x) / 1000.0);
+    last.sort_unstable();
+    row.p50_us = percentile(&last, 0.5);
+    row.p99_us = percentile(&last, 0.99);
+    row.p999_us = percentile(&last, 0.999);
+    row.max_us = last.last().map_or(0.0, |&x| f64::from(x) / 1000.0);
     dedup.index().flush()?;
     let stats = dedup.index().stats()?;
     let docs = row.docs.max(1) as f64;

@@ -46,9 +46,9 @@
 //! The lists live in memory only, six bytes an entry: 65,536 shards by the signature's top
 //! 16 bits, each two parallel sorted arrays of (low 16 bits, document) and a buffer of at
 //! most 96 new entries that is merged into them when full. Most signatures are on one page
-//! only, so there is no per-signature allocation or hash slot. The durable copy is the documents' signature sets in the
-//! `docs` family; [`Lists::insert`] is called again for every stored unique document, in
-//! document order, when an index is opened.
+//! only, so there is no per-signature allocation or hash slot. The durable copy is the
+//! documents' signature sets in the `docs` family; [`Lists::insert`] is called again for
+//! every stored unique document, in document order, when an index is opened.
 //!
 //! Floating point: `τ·n` may come out as `7.000000000000001` where the exact value is 7, so
 //! ceilings are taken of `x − ε` and floors of `x + ε` ([`EPSILON`]); this only lowers the
@@ -69,6 +69,9 @@ const SHARD_BITS: u32 = 16;
 const PENDING: usize = 96;
 /// Signatures looked up together (see [`Lists::visit`]).
 const GROUP: usize = 32;
+/// Entries either side of a search's start that are touched before it (a cache line of
+/// `u16` either way).
+const TOUCH_SPAN: usize = 32;
 
 /// `ceil(x)`, treating values within [`EPSILON`] above an integer as that integer.
 fn ceil_eps(x: f64) -> f64 {
@@ -363,11 +366,16 @@ impl Lists {
                 let sh = &self.shards[shard(s)];
                 let n = sh.lo.len();
                 if n > 0 {
+                    // the search starts here and gallops a few lines either way
                     let guess = ((usize::from(s as u16) * n) >> 16).min(n - 1);
                     touch ^= usize::from(sh.lo[guess]);
+                    touch ^= usize::from(sh.lo[guess.saturating_sub(TOUCH_SPAN)]);
+                    touch ^= usize::from(sh.lo[(guess + TOUCH_SPAN).min(n - 1)]);
+                    touch ^= sh.doc[guess] as usize;
                 }
-                if let Some(&x) = sh.new_lo.first() {
-                    touch ^= usize::from(x);
+                // the buffer is scanned whole: every line of it
+                for x in sh.new_lo.iter().step_by(32) {
+                    touch ^= usize::from(*x);
                 }
             }
             std::hint::black_box(touch);

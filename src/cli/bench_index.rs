@@ -58,7 +58,7 @@ pub struct BenchIndexArgs {
 }
 
 /// One (N, method) run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct IndexRow {
     /// Method (with the fingerprint width for alg-h).
     pub method: String,
@@ -187,27 +187,7 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     let mut row = IndexRow {
         method: method.to_string(),
         target_docs: n,
-        docs: 0,
-        decisions_per_second: 0.0,
-        first_decisions_per_second: 0.0,
-        p50_us: 0.0,
-        p99_us: 0.0,
-        p999_us: 0.0,
-        max_us: 0.0,
-        cpu_us_per_decision: None,
-        build_seconds: 0.0,
-        family_bytes_per_doc: Vec::new(),
-        dir_bytes_per_doc: 0.0,
-        lists_bytes_per_doc: 0.0,
-        rss_mib: 0.0,
-        peak_rss_mib: 0.0,
-        reopen_seconds: 0.0,
-        copies_expected: 0,
-        copies_found: 0,
-        originals_duplicate: 0,
-        unique: 0,
-        duplicate: 0,
-        skipped: 0,
+        ..IndexRow::default()
     };
     let started = Instant::now();
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -230,8 +230,8 @@ impl Generator {
                     self.counts.insert(h, f);
                 }
             }
-            let kept = self.counts.len();
-            self.fill(kept + (src.len() - kept));
+            // new draws replace the dropped signatures: the copy is as long as its original
+            self.fill(src.len());
             let e = self.entries();
             let exact = crate::signature::similarity(&e, &src, crate::signature::Measure::Jaccard);
             copy_of = Some((src_n, exact));

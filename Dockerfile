@@ -1,13 +1,18 @@
 # syntax=docker/dockerfile:1
 # The neardup image: the binary on a slim Debian base, run as a non-root user.
-#   docker build -t neardup:0.1.0 .
-# The Helm chart (helm/neardup) runs it with a read-only root filesystem as uid 10001; the
-# index lives on a volume and /tmp is an emptyDir.
+#
+#   docker build -t neardup:0.1.0 .                      # compiles inside the image
+#   buildah bud --target prebuilt -f Dockerfile CONTEXT  # a binary built outside (CI)
+#
+# The base images are build arguments (BUILDER, BASE), so the file builds unchanged where a
+# registry is reachable and against local copies where none is (scripts/check-image.sh).
+# The Helm chart (helm/neardup) runs the image with a read-only root filesystem as uid
+# 10001; the index lives on a volume and /tmp is an emptyDir.
 
-ARG RUST_VERSION=1.95
-ARG DEBIAN_RELEASE=bookworm
+ARG BUILDER=rust:1.95-slim-bookworm
+ARG BASE=debian:bookworm-slim
 
-FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS build
+FROM ${BUILDER} AS build
 # RocksDB: bindgen needs libclang, the library itself a C++ compiler and make/cmake.
 # librdkafka: OpenSSL (TLS, SASL SCRAM) and zlib, found through pkg-config.
 RUN apt-get update \
@@ -23,7 +28,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked --bin neardup \
  && install -D -m 0755 target/release/neardup /out/neardup
 
-FROM debian:${DEBIAN_RELEASE}-slim AS runtime
+# The runtime: the shared libraries the binary links (OpenSSL, zlib, the C++ runtime) and the
+# user the chart runs as.
+FROM ${BASE} AS base
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g libstdc++6 \
  && rm -rf /var/lib/apt/lists/* \
@@ -31,6 +38,20 @@ RUN apt-get update \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/neardup --no-create-home \
       --shell /usr/sbin/nologin neardup \
  && install -d -o 10001 -g 10001 -m 0750 /var/lib/neardup
+
+# A binary built outside the image, placed in the build context as ./neardup (CI copies the
+# one its tests ran).
+FROM base AS prebuilt
+COPY --chmod=0755 neardup /usr/local/bin/neardup
+USER 10001:10001
+WORKDIR /var/lib/neardup
+# /metrics, /healthz and /readyz of `neardup run`.
+EXPOSE 9464
+ENTRYPOINT ["/usr/local/bin/neardup"]
+CMD ["--help"]
+
+# The default target: the binary compiled above.
+FROM base AS runtime
 COPY --from=build /out/neardup /usr/local/bin/neardup
 USER 10001:10001
 WORKDIR /var/lib/neardup

@@ -170,6 +170,10 @@ expect_drift_failure "renamed config key group" "$WORK/m-key.yaml" "unknown fiel
 mutant "$WORK/m-env" _helpers.tpl 's/name: NEARDUP_START$/name: NEARDUP_START_AT/'
 render "$WORK/m-env.yaml" "$WORK/m-env" -f helm/ci/replay.yaml || fail "render of m-env failed"
 expect_drift_failure "renamed variable NEARDUP_START_AT" "$WORK/m-env.yaml" "NEARDUP_START_AT is unknown"
+# The pod name no longer the instance id (a restarted pod would wait out the old session).
+mutant "$WORK/m-member" statefulset.yaml 's/fieldPath: metadata.name$/fieldPath: metadata.namespace/'
+render "$WORK/m-member.yaml" "$WORK/m-member" || fail "render of m-member failed"
+expect_drift_failure "instance id not the pod name" "$WORK/m-member.yaml" "group membership resolves to"
 # The index off the persistent volume.
 mutant "$WORK/m-index" _helpers.tpl 's#{{ trimSuffix "/" .Values.persistence.mountPath }}/index#/var/cache/neardup/index#'
 render "$WORK/m-index.yaml" "$WORK/m-index" || fail "render of m-index failed"

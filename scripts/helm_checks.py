@@ -173,7 +173,14 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
 
             env = {}
             known = known_env(bin_path, sub)
+            # a StatefulSet's pods are NAME-0, NAME-1, ...: the sample pod is the first
+            pod_name = f"{name}-0"
             for e in c.get("env", []):
+                field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+                if "value" not in e and field == "metadata.name":
+                    e = dict(e, value=pod_name)
+                elif "value" not in e and field == "metadata.namespace":
+                    e = dict(e, value="neardup-ci")
                 if "value" not in e:
                     raise DriftError(f"{kind}/{name}: variable {e['name']} has no literal value")
                 if e["name"].startswith("NEARDUP_") and e["name"] not in known:
@@ -235,6 +242,12 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                         raise DriftError(f"{kind}/{name}: {probe} probes port {pp}, the stage listens on {port}")
                 if s.get("dry_run"):
                     raise DriftError(f"{kind}/{name}: the stage resolves dry_run=true")
+                # static membership from the pod name: a restarted pod is the same member
+                m = s.get("membership")
+                if m != {"membership": "static", "instance-id": pod_name}:
+                    raise DriftError(
+                        f"{kind}/{name}: group membership resolves to {m}, expected static with "
+                        f"the pod name {pod_name} as instance id")
                 stage_groups.add(s.get("group_id"))
             results.append((kind, name, sub, s, index))
         finally:
@@ -307,33 +320,44 @@ def cmd_values_doc(a):
 
 def cmd_image(a):
     text = open(a.dockerfile, encoding="utf-8").read()
-    # The last stage is the image.
-    final = re.split(r"(?m)^FROM\s", text)[-1]
+    # The image stages: the last (the default target) and `prebuilt` (the one CI builds from
+    # the binary its tests ran); both must agree with the chart.
+    stages = {}
+    for block in re.split(r"(?m)^FROM\s", text)[1:]:
+        m = re.match(r"\S+(?:\s+AS\s+(\S+))?", block, re.IGNORECASE)
+        stages[(m.group(1) or "").lower()] = block
     values = yaml.safe_load(open(a.values, encoding="utf-8"))
     problems = []
-    m = re.search(r"(?m)^USER\s+([0-9]+)(?::([0-9]+))?\s*$", final)
-    if not m:
-        problems.append("the image has no numeric USER")
-    else:
-        uid = int(m.group(1))
-        for where in ("podSecurityContext", "securityContext"):
-            if values[where].get("runAsUser") != uid:
-                problems.append(f"{where}.runAsUser {values[where].get('runAsUser')} is not the image's USER {uid}")
-        if uid == 0:
-            problems.append("the image runs as root")
-    ports = [int(p) for p in re.findall(r"(?m)^EXPOSE\s+([0-9]+)", final)]
-    if values["containerPort"] not in ports:
-        problems.append(f"containerPort {values['containerPort']} is not EXPOSE'd by the image ({ports})")
-    m = re.search(r'(?m)^ENTRYPOINT\s+\[\s*"([^"]+)"', final)
-    if not m or m.group(1) != "/usr/local/bin/neardup":
-        problems.append("the image's ENTRYPOINT is not /usr/local/bin/neardup")
-    if not re.search(r"(?m)^COPY\s+--from=\S+\s+\S+\s+/usr/local/bin/neardup\s*$", final):
-        problems.append("the image does not copy the built binary to /usr/local/bin/neardup")
+    last = list(stages)[-1]
+    for name in dict.fromkeys([last, "prebuilt"]):
+        final = stages.get(name)
+        if final is None:
+            problems.append(f"no stage {name!r}")
+            continue
+        where_ = f"stage {name}"
+        m = re.search(r"(?m)^USER\s+([0-9]+)(?::([0-9]+))?\s*$", final)
+        if not m:
+            problems.append(f"{where_}: the image has no numeric USER")
+        else:
+            uid = int(m.group(1))
+            for where in ("podSecurityContext", "securityContext"):
+                if values[where].get("runAsUser") != uid:
+                    problems.append(f"{where_}: {where}.runAsUser {values[where].get('runAsUser')} is not the image's USER {uid}")
+            if uid == 0:
+                problems.append(f"{where_}: the image runs as root")
+        ports = [int(p) for p in re.findall(r"(?m)^EXPOSE\s+([0-9]+)", final)]
+        if values["containerPort"] not in ports:
+            problems.append(f"{where_}: containerPort {values['containerPort']} is not EXPOSE'd by the image ({ports})")
+        m = re.search(r'(?m)^ENTRYPOINT\s+\[\s*"([^"]+)"', final)
+        if not m or m.group(1) != "/usr/local/bin/neardup":
+            problems.append(f"{where_}: the image's ENTRYPOINT is not /usr/local/bin/neardup")
+        if not re.search(r"(?m)^COPY\s+--\S+\s+\S+\s+/usr/local/bin/neardup\s*$", final):
+            problems.append(f"{where_}: the image does not copy the binary to /usr/local/bin/neardup")
     for p in problems:
         print(f"image: {p}", file=sys.stderr)
     if problems:
         return 1
-    print(f"image ok: {a.dockerfile} and {a.values} agree (USER, EXPOSE, ENTRYPOINT)")
+    print(f"image ok: {a.dockerfile} ({', '.join(dict.fromkeys([last, 'prebuilt']))}) and {a.values} agree (USER, EXPOSE, ENTRYPOINT)")
     return 0
 
 
@@ -352,6 +376,56 @@ def cmd_split(a):
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# pod: the stage container of a rendered manifest, for running it in the image
+
+
+def cmd_pod(a):
+    """Writes the ConfigMap files the StatefulSet mounts under OUT/<mountPath> and prints, as
+    JSON, the container's arguments, environment (the pod name for the fieldRef), its
+    configMap and emptyDir mounts and its user: what scripts/check-image.sh runs in the image."""
+    docs = load_docs(a.manifest)
+    configmaps = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
+    sts = next(d for d in docs if d.get("kind") == "StatefulSet")
+    name = sts["metadata"]["name"]
+    pod = sts["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts, tmpfs, claims = [], [], []
+    for m in c.get("volumeMounts", []):
+        v = volumes.get(m["name"])
+        path = m["mountPath"].rstrip("/")
+        if v is None or "persistentVolumeClaim" in v:
+            claims.append(path)
+        elif "configMap" in v:
+            data = configmaps[v["configMap"]["name"]].get("data", {})
+            host = os.path.join(a.out, path.lstrip("/"))
+            os.makedirs(host, exist_ok=True)
+            for it in v["configMap"].get("items") or [{"key": k, "path": k} for k in data]:
+                with open(os.path.join(host, it["path"]), "w", encoding="utf-8") as f:
+                    f.write(data[it["key"]])
+            mounts.append({"host": host, "path": path})
+        elif "emptyDir" in v:
+            tmpfs.append(path)
+        else:
+            raise DriftError(f"StatefulSet/{name}: volume {m['name']} cannot be run here")
+    env = {}
+    for e in c.get("env", []):
+        field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        env[e["name"]] = f"{name}-0" if field == "metadata.name" else str(e.get("value", ""))
+    sc = c.get("securityContext", {})
+    print(json.dumps({
+        "args": [str(x) for x in c.get("args", [])],
+        "env": env,
+        "mounts": mounts,
+        "tmpfs": tmpfs,
+        "claims": claims,
+        "user": f"{sc.get('runAsUser', 10001)}:{sc.get('runAsGroup', 10001)}",
+        "read_only_root": bool(sc.get("readOnlyRootFilesystem")),
+    }))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sp = p.add_subparsers(dest="cmd", required=True)
@@ -367,9 +441,12 @@ def main():
     s.add_argument("manifest")
     s.add_argument("core")
     s.add_argument("custom")
+    o = sp.add_parser("pod")
+    o.add_argument("manifest")
+    o.add_argument("out")
     a = p.parse_args()
     return {"drift": cmd_drift, "values-doc": cmd_values_doc, "image": cmd_image,
-            "split": cmd_split}[a.cmd](a)
+            "split": cmd_split, "pod": cmd_pod}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -264,6 +264,11 @@ pub struct KafkaOptions {
     /// Consumer group [default: neardup; replay: neardup-replay]
     #[arg(long, env = "NEARDUP_GROUP_ID")]
     pub group_id: Option<String>,
+    /// Static group membership: this member's stable identity (group.instance.id), e.g. the
+    /// pod name; a restarted member with the same id takes its partitions back at once.
+    /// "off" for dynamic membership [default: an id kept in the index directory]
+    #[arg(long, env = "NEARDUP_INSTANCE_ID")]
+    pub instance_id: Option<String>,
     /// Input topics, comma-separated [default: pages]
     #[arg(long, env = "NEARDUP_INPUT_TOPICS", value_delimiter = ',')]
     pub input_topics: Option<Vec<String>>,
@@ -288,7 +293,7 @@ pub struct KafkaOptions {
 
 impl KafkaOptions {
     fn or(mut self, o: KafkaOptions) -> KafkaOptions {
-        or_fields!(self, o; brokers, group_id, input_topics, unique_topic, duplicate_topic,
+        or_fields!(self, o; brokers, group_id, instance_id, input_topics, unique_topic, duplicate_topic,
             dead_letter_topic, kafka_property, kafka_properties_file);
         self
     }

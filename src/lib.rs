@@ -36,6 +36,7 @@ pub mod config;
 pub mod dedup;
 pub mod index;
 pub mod record;
+pub mod signals;
 pub mod signature;
 pub mod stage;
 pub mod telemetry;

@@ -4,7 +4,16 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Stop signals are caught from before `main` (see `neardup::signals`): a SIGTERM that
+/// arrives while the stage starts stops it cleanly instead of killing it.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static CATCH_STOP_SIGNALS: extern "C" fn() = neardup::signals::install_early;
+
 fn main() -> ExitCode {
+    #[cfg(not(target_os = "linux"))]
+    neardup::signals::install_early();
     let cli = neardup::cli::Cli::parse();
     match neardup::cli::run(cli) {
         Ok(code) => code,

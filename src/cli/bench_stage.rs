@@ -144,6 +144,7 @@ fn settings(
     let kafka = KafkaOptions {
         brokers: Some(brokers.to_string()),
         group_id: Some(format!("{run}-{mode:?}")),
+        instance_id: None,
         input_topics: Some(vec![format!("{run}-in")]),
         unique_topic: Some(format!("{run}-unique")),
         duplicate_topic: Some(format!("{run}-duplicate")),

@@ -55,6 +55,11 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // only the stage turns a stop signal into a clean stop; the other commands act on it as
+    // any process does
+    if !matches!(cli.command, Command::Run(_) | Command::Replay(_)) {
+        crate::signals::restore_default();
+    }
     let file = crate::config::load_file(cli.config.as_deref())?;
     match cli.command {
         Command::Dedup(a) => dedup::run(a, &file).map(|_| ExitCode::SUCCESS),

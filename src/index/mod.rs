@@ -29,6 +29,7 @@ pub mod lists;
 pub mod store;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -166,6 +167,9 @@ pub enum IndexError {
     /// `open_existing` on a directory without an index.
     #[error("no neardup index here (no stored parameters)")]
     NotAnIndex,
+    /// The open was ended by the caller's stop flag (nothing was written).
+    #[error("opening the index was interrupted")]
+    Interrupted,
 }
 
 /// A candidate from an index lookup.
@@ -241,6 +245,16 @@ impl Index {
     /// Opens (or initialises) an index in `store` for `params`. An existing index must have
     /// this build's format version and the same parameters.
     pub fn open(store: Box<dyn Store>, params: IndexParams) -> Result<Index, IndexError> {
+        Self::open_until(store, params, &AtomicBool::new(false))
+    }
+
+    /// [`Index::open`], ended with [`IndexError::Interrupted`] as soon as `stop` is set
+    /// (rebuilding the in-memory lists of a large index takes minutes).
+    pub fn open_until(
+        store: Box<dyn Store>,
+        params: IndexParams,
+        stop: &AtomicBool,
+    ) -> Result<Index, IndexError> {
         if !(params.threshold > 0.0 && params.threshold <= 1.0) {
             return Err(IndexParamError(format!(
                 "threshold must be within (0, 1] (got {})",
@@ -281,7 +295,7 @@ impl Index {
                 store.write(b)?;
             }
         }
-        Self::build(store, params)
+        Self::build(store, params, stop)
     }
 
     /// Opens an existing index with the parameters stored in it.
@@ -293,6 +307,18 @@ impl Index {
     /// Opens or creates a RocksDB index in `dir`.
     pub fn open_dir(dir: &Path, params: IndexParams) -> Result<Index, IndexError> {
         Self::open(Box::new(RocksStore::open(dir)?), params)
+    }
+
+    /// [`Index::open_dir`], ended with [`IndexError::Interrupted`] as soon as `stop` is set.
+    pub fn open_dir_until(
+        dir: &Path,
+        params: IndexParams,
+        stop: &AtomicBool,
+    ) -> Result<Index, IndexError> {
+        if stop.load(Ordering::Relaxed) {
+            return Err(IndexError::Interrupted);
+        }
+        Self::open_until(Box::new(RocksStore::open(dir)?), params, stop)
     }
 
     /// Copies the RocksDB index in `src` to the new directory `dst` (a checkpoint), leaving
@@ -316,7 +342,11 @@ impl Index {
         }
     }
 
-    fn build(store: Box<dyn Store>, params: IndexParams) -> Result<Index, IndexError> {
+    fn build(
+        store: Box<dyn Store>,
+        params: IndexParams,
+        stop: &AtomicBool,
+    ) -> Result<Index, IndexError> {
         let m_g = if params.m == 0 {
             alg_g::AlgG::default_m(params.rh)
         } else {
@@ -365,19 +395,25 @@ impl Index {
             last_query: Vec::new(),
             last_counts: Vec::new(),
         };
-        index.rebuild_lists()?;
+        index.rebuild_lists(stop)?;
         Ok(index)
     }
 
     /// Enters every stored unique document in the in-memory lists, in document order.
-    fn rebuild_lists(&mut self) -> Result<(), IndexError> {
+    fn rebuild_lists(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
         let Some(lists) = self.lists.as_mut() else {
             return Ok(());
         };
         let mut err = None;
         let mut set = Vec::new();
+        let mut seen = 0u32;
         self.store
             .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+                seen = seen.wrapping_add(1);
+                if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                    err = Some(IndexError::Interrupted);
+                    return false;
+                }
                 let num = match <[u8; 8]>::try_from(k) {
                     Ok(n) => u64::from_be_bytes(n),
                     Err(_) => {

@@ -136,6 +136,32 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
     assert_eq!(existing.stats().unwrap().next_doc, 2);
 }
 
+/// A stop flag ends the open (in the middle of rebuilding the lists), writes nothing, and
+/// the index opens whole afterwards.
+#[test]
+fn a_stop_flag_interrupts_the_open_and_leaves_the_index_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = IndexParams::default();
+    {
+        let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+        for i in 0..5_000u32 {
+            let hashes = (0..12).map(|j| i * 16 + j).collect();
+            idx.put(&rec(&format!("d{i}"), 1, DecisionKind::Unique, hashes, 7))
+                .unwrap();
+        }
+    }
+    let stop = AtomicBool::new(true);
+    let e = Index::open_dir_until(dir.path(), params.clone(), &stop).err();
+    assert!(matches!(e, Some(IndexError::Interrupted)), "{e:?}");
+    // past the first check: the rebuild itself looks at the flag
+    let store = Box::new(RocksStore::open(dir.path()).unwrap());
+    let e = Index::open_until(store, params.clone(), &stop).err();
+    assert!(matches!(e, Some(IndexError::Interrupted)), "{e:?}");
+    stop.store(false, Ordering::Relaxed);
+    let idx = Index::open_dir_until(dir.path(), params, &stop).unwrap();
+    assert_eq!(idx.stats().unwrap().lists.unwrap().documents, 5_000);
+}
+
 #[test]
 fn format_2_index_is_refused_with_a_rebuild_message() {
     let store = MemoryStore::new();

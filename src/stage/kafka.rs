@@ -43,6 +43,15 @@ pub fn code(e: &KafkaError) -> String {
     }
 }
 
+/// The broker fenced this static member: another process joined with its instance id (a
+/// fatal error of the client).
+pub fn fenced(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::FencedInstanceId | RDKafkaErrorCode::Fatal)
+    )
+}
+
 impl ClientContext for StageContext {
     fn log(&self, level: RDKafkaLogLevel, fac: &str, log_message: &str) {
         match level {
@@ -144,7 +153,7 @@ fn describe(s: &StageSettings) -> String {
 /// Checks the client properties offline: the client library accepts every name and value
 /// (nothing connects).
 pub fn validate(s: &StageSettings) -> Result<()> {
-    consumer_config(s)
+    consumer_config(s, Some("neardup-check"))
         .create_native_config()
         .map_err(|e| anyhow::anyhow!("invalid consumer property: {e}"))?;
     producer_config(s)
@@ -153,9 +162,14 @@ pub fn validate(s: &StageSettings) -> Result<()> {
     Ok(())
 }
 
-/// The consumer: manual offset store, auto commit of stored offsets.
-pub fn consumer(s: &StageSettings, ctx: StageContext) -> Result<StageConsumer> {
-    consumer_config(s)
+/// The consumer: manual offset store, auto commit of stored offsets; a static member of
+/// its group when `instance_id` is given.
+pub fn consumer(
+    s: &StageSettings,
+    ctx: StageContext,
+    instance_id: Option<&str>,
+) -> Result<StageConsumer> {
+    consumer_config(s, instance_id)
         .create_with_context(ctx)
         .with_context(|| {
             format!(
@@ -166,7 +180,7 @@ pub fn consumer(s: &StageSettings, ctx: StageContext) -> Result<StageConsumer> {
         })
 }
 
-fn consumer_config(s: &StageSettings) -> ClientConfig {
+fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig {
     let mut c = base_config(s);
     let fetch_bytes = (s.max_record_bytes as u64 + (1 << 20)).min(1 << 30);
     let user_max = s
@@ -197,6 +211,9 @@ fn consumer_config(s: &StageSettings) -> ClientConfig {
                 "false"
             },
         );
+    if let Some(id) = instance_id {
+        c.set("group.instance.id", id);
+    }
     apply_user(&mut c, s);
     // properties meant for the producer only are not passed to the consumer
     for k in PRODUCER_ONLY {

@@ -25,7 +25,10 @@
 //!   stops consuming, readiness turns false, the records before the failure are finished,
 //!   nothing after it is committed, and the process exits with an error.
 
+mod decide;
 pub mod kafka;
+mod membership;
+mod produce;
 pub mod settings;
 
 use std::collections::BTreeMap;
@@ -34,22 +37,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, Context, Result};
-use futures::stream::{FuturesOrdered, StreamExt};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Message, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::message::Message;
+use rdkafka::producer::FutureProducer;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
-use crate::dedup::{prepare, Deduplicator, PageRef, PrepareTimes, Prepared};
-use crate::index::{DecisionKind, Index};
-use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
+use crate::dedup::{prepare, Deduplicator, PrepareTimes, Prepared};
+use crate::index::{Index, IndexError};
 use crate::telemetry::{self as tm, Health};
-pub use settings::{Mode, StageSettings, Start};
+pub use settings::{Membership, Mode, StageSettings, Start};
 
+use decide::{decide_loop, Counts};
 use kafka::{StageConsumer, StageContext};
+use produce::produce_loop;
 
 /// Header with the decision (`unique`, `duplicate`, `skipped`) or `dead_letter`.
 pub const HEADER_DECISION: &str = "neardup-decision";
@@ -98,45 +101,6 @@ pub struct StageSummary {
     pub latency_p99_ms: f64,
     /// Longest such time, ms.
     pub latency_max_ms: f64,
-}
-
-/// A uniform sample of per-record latencies (reservoir of at most `CAP` values).
-#[derive(Default)]
-struct Latencies {
-    seen: u64,
-    sample: Vec<f32>,
-    max: f64,
-    rng: u64,
-}
-
-impl Latencies {
-    const CAP: usize = 100_000;
-
-    fn add(&mut self, secs: f64) {
-        self.seen += 1;
-        self.max = self.max.max(secs);
-        if self.sample.len() < Self::CAP {
-            self.sample.push(secs as f32);
-            return;
-        }
-        // xorshift: a cheap uniform index for reservoir sampling
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let j = (self.rng % self.seen) as usize;
-        if j < Self::CAP {
-            self.sample[j] = secs as f32;
-        }
-    }
-
-    fn quantile_ms(&mut self, q: f64) -> f64 {
-        if self.sample.is_empty() {
-            return 0.0;
-        }
-        self.sample.sort_by(f32::total_cmp);
-        let i = ((self.sample.len() - 1) as f64 * q).round() as usize;
-        self.sample[i] as f64 * 1000.0
-    }
 }
 
 /// A consumed record on its way through the stage.
@@ -191,16 +155,6 @@ struct Outbound {
     label: &'static str,
 }
 
-#[derive(Default)]
-struct Counts {
-    unique: u64,
-    duplicate: u64,
-    skipped: u64,
-    dead_letter: u64,
-    repeated: u64,
-    expired: u64,
-}
-
 /// Runs the stage until stopped (run) or until the replay bounds are reached (replay).
 pub fn run(settings: StageSettings) -> Result<StageSummary> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -245,7 +199,7 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
                 "stopped by a fatal error; /readyz and /metrics report it until the hold ends or SIGTERM");
             tokio::select! {
                 _ = tokio::time::sleep(s.failure_hold) => {}
-                _ = wait_for_signal() => {}
+                _ = crate::signals::wait() => {}
             }
         }
     }
@@ -257,22 +211,67 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
 
 /// The stage proper, between opening the index and the final commit.
 async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Result<StageSummary> {
+    let mut summary = StageSummary {
+        mode: match s.mode {
+            Mode::Run => "run".into(),
+            Mode::Replay => "replay".into(),
+        },
+        dry_run: s.dry_run,
+        stopped_by: "signal".into(),
+        ..Default::default()
+    };
+    // stop signals: caught since the process started (crate::signals); from here on they
+    // also end the waits of the start-up
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    {
+        let health = Arc::clone(health);
+        tokio::spawn(async move {
+            crate::signals::wait().await;
+            info!("stop signal: draining in-flight records");
+            health.draining.store(true, Ordering::Relaxed);
+            health.publish();
+            let _ = stop_tx.send(true);
+        });
+    }
+    let stopped_early = |summary: StageSummary, during: &str| {
+        info!(
+            during,
+            "stop signal during start-up: stopped before consuming anything"
+        );
+        StageSummary {
+            seconds: started.elapsed().as_secs_f64(),
+            ..summary
+        }
+    };
+
     // the index: a dry run decides against a checkpoint and leaves the index unchanged
     // opening rebuilds the in-memory lists from the stored documents (about 25 s a million
-    // documents): /healthz answers meanwhile, /readyz waits for it
+    // documents): /healthz answers meanwhile, /readyz waits for it, a stop signal ends it
     let opening = Instant::now();
-    let (index, scratch) = {
+    let opened = {
         let s2 = s.clone();
-        tokio::task::spawn_blocking(move || open_index(&s2)).await??
+        tokio::task::spawn_blocking(move || open_index(&s2)).await?
+    };
+    let (index, scratch) = match opened {
+        Ok(x) => x,
+        Err(e) if is_interrupted(&e) => return Ok(stopped_early(summary, "index open")),
+        Err(e) => return Err(e),
     };
     let mut dedup = Deduplicator::new(index)?;
     health.index_open.store(true, Ordering::Relaxed);
     info!(index = %s.index.display(), method = s.params.method.as_str(),
         threshold = s.params.threshold, dry_run = s.dry_run,
         open_s = opening.elapsed().as_secs_f64(), "index open");
+    if *stop_rx.borrow() || crate::signals::stop_requested() {
+        drop(dedup);
+        remove_scratch(scratch);
+        return Ok(stopped_early(summary, "index open"));
+    }
 
+    let instance = membership::instance_id(s)?;
     let ctx = StageContext::new(Arc::clone(health));
-    let consumer: Arc<StageConsumer> = Arc::new(kafka::consumer(s, ctx.clone())?);
+    let consumer: Arc<StageConsumer> =
+        Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
     let producer: Option<FutureProducer<StageContext>> = if s.dry_run {
         None
     } else {
@@ -282,41 +281,28 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         Mode::Run => {
             let topics: Vec<&str> = s.input_topics.iter().map(String::as_str).collect();
             consumer.subscribe(&topics).context("cannot subscribe")?;
-            info!(topics = ?s.input_topics, group = %s.group_id, "subscribed");
+            info!(topics = ?s.input_topics, group = %s.group_id,
+                instance_id = instance.as_deref().unwrap_or("(dynamic)"), "subscribed");
             None
         }
         Mode::Replay => {
             let c = Arc::clone(&consumer);
             let s2 = s.clone();
-            let b = tokio::task::spawn_blocking(move || kafka::assign_replay(&c, &s2)).await??;
+            let assign = tokio::task::spawn_blocking(move || kafka::assign_replay(&c, &s2));
+            let b = tokio::select! {
+                b = assign => b??,
+                _ = stop_rx.changed() => {
+                    drop(dedup);
+                    remove_scratch(scratch);
+                    return Ok(stopped_early(summary, "replay assignment"));
+                }
+            };
             health.assigned.store(b.len(), Ordering::Relaxed);
             Some(b)
         }
     };
-    let mut summary = StageSummary {
-        mode: match s.mode {
-            Mode::Run => "run".into(),
-            Mode::Replay => "replay".into(),
-        },
-        dry_run: s.dry_run,
-        ..Default::default()
-    };
     if let Some(b) = &bounds {
         summary.partitions = b.ranges();
-    }
-
-    // stop signals
-    let (stop_tx, mut stop_rx) = watch::channel(false);
-    {
-        let stop_tx = stop_tx.clone();
-        let health = Arc::clone(health);
-        tokio::spawn(async move {
-            wait_for_signal().await;
-            info!("stop signal: draining in-flight records");
-            health.draining.store(true, Ordering::Relaxed);
-            health.publish();
-            let _ = stop_tx.send(true);
-        });
     }
 
     let pool = Arc::new(
@@ -355,11 +341,12 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
 
     // consume until stopped, failed or (replay) at the end offsets
     let mut stopped_by = "signal";
+    let mut consume_failure: Option<anyhow::Error> = None;
     if bounds.as_ref().is_some_and(|b| b.all_done()) {
         stopped_by = "end";
     } else {
         loop {
-            if *stop_rx.borrow() {
+            if *stop_rx.borrow() || crate::signals::stop_requested() {
                 break;
             }
             let permit = tokio::select! {
@@ -381,6 +368,19 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
                         }
                     }
                     continue;
+                }
+                Err(e) if kafka::fenced(&e) => {
+                    let why = format!(
+                        "the broker fenced this member: another process is in group {} with \
+                         instance id {}; give each process its own --instance-id (or its own \
+                         index directory)",
+                        s.group_id,
+                        instance.as_deref().unwrap_or("?")
+                    );
+                    error!(error = %e, "{why}");
+                    consume_failure = Some(anyhow!(why));
+                    stopped_by = "error";
+                    break;
                 }
                 Err(e) => {
                     warn!(error = %e, "consume error");
@@ -459,7 +459,7 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
     })
     .await;
 
-    let mut failure: Option<anyhow::Error> = None;
+    let mut failure: Option<anyhow::Error> = consume_failure;
     let mut dedup_back = None;
     match drained {
         Err(_) => {
@@ -529,9 +529,7 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         );
     }
     drop(dedup_back);
-    if let Some(dir) = scratch {
-        let _ = std::fs::remove_dir_all(dir);
-    }
+    remove_scratch(scratch);
     summary.stopped_by = stopped_by.into();
     summary.seconds = started.elapsed().as_secs_f64();
     summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);
@@ -572,12 +570,30 @@ fn bounded<T: Send + 'static>(
     rx.recv_timeout(wait).ok()
 }
 
-/// Opens the index; for a dry run, a checkpoint copy in a scratch directory.
+fn remove_scratch(scratch: Option<std::path::PathBuf>) {
+    if let Some(dir) = scratch {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// The open was ended by a stop signal.
+fn is_interrupted(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<IndexError>(),
+        Some(IndexError::Interrupted)
+    )
+}
+
+/// Opens the index (a stop signal ends the open: [`IndexError::Interrupted`]); for a dry
+/// run, a checkpoint copy in a scratch directory.
 fn open_index(s: &StageSettings) -> Result<(Index, Option<std::path::PathBuf>)> {
+    let stop = crate::signals::stop_flag();
     if !s.dry_run {
-        let idx = Index::open_dir(&s.index, s.params.clone())
-            .with_context(|| format!("cannot open index {}", s.index.display()))?;
-        return Ok((idx, None));
+        return match Index::open_dir_until(&s.index, s.params.clone(), stop) {
+            Ok(idx) => Ok((idx, None)),
+            Err(IndexError::Interrupted) => Err(IndexError::Interrupted.into()),
+            Err(e) => Err(anyhow!(e).context(format!("cannot open index {}", s.index.display()))),
+        };
     }
     let scratch = std::env::temp_dir().join(format!(
         "neardup-dry-run-{}-{}",
@@ -588,409 +604,18 @@ fn open_index(s: &StageSettings) -> Result<(Index, Option<std::path::PathBuf>)> 
         Index::checkpoint(&s.index, &scratch)
             .with_context(|| format!("cannot copy index {} for the dry run", s.index.display()))?;
     }
-    let idx = Index::open_dir(&scratch, s.params.clone())
-        .with_context(|| format!("cannot open index {}", s.index.display()))?;
-    Ok((idx, Some(scratch)))
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            std::future::pending::<()>().await;
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {},
-            _ = int.recv() => {},
+    match Index::open_dir_until(&scratch, s.params.clone(), stop) {
+        Ok(idx) => Ok((idx, Some(scratch))),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            match e {
+                IndexError::Interrupted => Err(e.into()),
+                e => Err(anyhow!(e).context(format!("cannot open index {}", s.index.display()))),
+            }
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// The largest value the producer may send, from `message.max.bytes` (default 1,000,000),
-/// less room for the key and headers.
-fn max_output_bytes(s: &StageSettings) -> usize {
-    let limit = s
-        .properties
-        .get("message.max.bytes")
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(1_000_000);
-    limit.saturating_sub(64 * 1024).max(16 * 1024)
 }
 
 fn observe(stage: &'static str, d: Duration) {
     metrics::histogram!(tm::STAGE_SECONDS, "stage" => stage).record(d.as_secs_f64());
-}
-
-fn decide_loop(
-    s: &StageSettings,
-    dedup: &mut Deduplicator,
-    mut jobs: mpsc::Receiver<Job>,
-    out: mpsc::Sender<Outbound>,
-    counts: &mut Counts,
-) -> Result<()> {
-    let params_id = record::params_id(&s.params);
-    let max_out = max_output_bytes(s);
-    let (unique_t, dup_t, dead_t): (Arc<str>, Arc<str>, Arc<str>) = (
-        Arc::from(s.unique_topic.as_str()),
-        Arc::from(s.duplicate_topic.as_str()),
-        Arc::from(s.dead_letter_topic.as_str()),
-    );
-    let mut newest_seen = i64::MIN;
-    let mut since_sweep = 0u64;
-    let mut last_stats = Instant::now() - Duration::from_secs(60);
-    while let Some(job) = jobs.blocking_recv() {
-        let (payload, prepared, times) = job
-            .prepared
-            .blocking_recv()
-            .map_err(|_| anyhow!("a signing task was lost"))?;
-        observe("decode", times.decode);
-        let inbound = job.inbound;
-        let page_or_bad = match prepared {
-            Prepared::Blank => Err(BadRecord {
-                reason: BadReason::EmptyRecord,
-                detail: if payload.is_empty() {
-                    "the record has no value".into()
-                } else {
-                    "the record value is only whitespace".into()
-                },
-            }),
-            Prepared::Bad(b) => Err(b),
-            Prepared::Page(p) => Ok(p),
-        };
-        let ob = match page_or_bad {
-            Err(bad) => {
-                counts.dead_letter += 1;
-                metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
-                let src = Source::Kafka {
-                    topic: inbound.topic.to_string(),
-                    partition: inbound.partition,
-                    offset: inbound.offset,
-                };
-                let dl = DeadLetter::fitting(&bad, src, &payload, max_out);
-                Outbound {
-                    inbound,
-                    topic: Arc::clone(&dead_t),
-                    payload: serde_json::to_vec(&dl)?,
-                    headers: vec![
-                        (HEADER_DECISION, "dead_letter".into()),
-                        (HEADER_REASON, bad.reason.as_str().into()),
-                        (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
-                    ],
-                    label: "dead_letter",
-                }
-            }
-            Ok(b) => {
-                let (page, signed) = *b;
-                observe("strip", times.strip);
-                observe("sign", times.sign);
-                let first_seen = page
-                    .fetched_at
-                    .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
-                    .unwrap_or_else(now_secs);
-                newest_seen = newest_seen.max(first_seen);
-                let t = Instant::now();
-                let outcome = dedup
-                    .decide(
-                        PageRef {
-                            id: &page.doc_id,
-                            url: &page.page.url,
-                            first_seen,
-                        },
-                        &signed,
-                    )
-                    .context("the index cannot record a decision")?;
-                observe("lookup", t.elapsed());
-                if outcome.repeated {
-                    counts.repeated += 1;
-                    metrics::counter!(tm::REPEATED_IDS).increment(1);
-                }
-                let mut rec =
-                    record::tagged(&page, &signed, &outcome, &s.params, &params_id, s.keep_text);
-                rec.dedup.repeated = None;
-                let mut payload = serde_json::to_vec(&rec)?;
-                if payload.len() > max_out && rec.text.is_some() {
-                    rec.text = None;
-                    payload = serde_json::to_vec(&rec)?;
-                }
-                let (topic, label) = match outcome.decision.kind {
-                    DecisionKind::Unique => {
-                        counts.unique += 1;
-                        (&unique_t, "unique")
-                    }
-                    DecisionKind::Skipped => {
-                        counts.skipped += 1;
-                        (&unique_t, "skipped")
-                    }
-                    DecisionKind::Duplicate => {
-                        counts.duplicate += 1;
-                        (&dup_t, "duplicate")
-                    }
-                };
-                let mut headers = vec![
-                    (HEADER_DECISION, label.to_string()),
-                    (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
-                ];
-                if let Some(c) = &outcome.decision.canonical_id {
-                    headers.push((HEADER_CANONICAL, c.clone()));
-                }
-                since_sweep += 1;
-                Outbound {
-                    inbound,
-                    topic: Arc::clone(topic),
-                    payload,
-                    headers,
-                    label,
-                }
-            }
-        };
-        if out.blocking_send(ob).is_err() {
-            // the producer stopped: its error is reported by the caller
-            return Ok(());
-        }
-        if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
-            since_sweep = 0;
-            let n = dedup
-                .index_mut()
-                .expire(newest_seen - window.as_secs() as i64)?;
-            counts.expired += n;
-            metrics::counter!(tm::INDEX_EXPIRED).increment(n);
-        }
-        if last_stats.elapsed() >= Duration::from_secs(15) {
-            last_stats = Instant::now();
-            publish_index_stats(dedup.index());
-        }
-    }
-    publish_index_stats(dedup.index());
-    Ok(())
-}
-
-fn publish_index_stats(index: &Index) {
-    match index.stats() {
-        Ok(st) => {
-            let docs = st
-                .families
-                .iter()
-                .find(|(f, _, _)| f == "docs")
-                .map_or(0, |(_, k, _)| *k);
-            metrics::gauge!(tm::INDEX_DOCUMENTS).set(docs as f64);
-            for (family, keys, bytes) in st.families {
-                metrics::gauge!(tm::INDEX_KEYS, "family" => family.clone()).set(keys as f64);
-                metrics::gauge!(tm::INDEX_BYTES, "family" => family).set(bytes as f64);
-            }
-        }
-        Err(e) => warn!(error = %e, "cannot read index statistics"),
-    }
-}
-
-/// Produces the outputs in order and stores each input offset once its output is
-/// acknowledged. Returns the number of acknowledged outputs.
-async fn produce_loop(
-    producer: Option<FutureProducer<StageContext>>,
-    dead_topic: Arc<str>,
-    consumer: Arc<StageConsumer>,
-    mut rx: mpsc::Receiver<Outbound>,
-    max_pending: usize,
-    health: Arc<Health>,
-    dry_run: bool,
-) -> (Result<u64>, Latencies) {
-    let mut lat = Latencies {
-        rng: 0x9E37_79B9_7F4A_7C15,
-        ..Default::default()
-    };
-    let r = produce_inner(
-        producer,
-        dead_topic,
-        consumer,
-        &mut rx,
-        max_pending,
-        health,
-        dry_run,
-        &mut lat,
-    )
-    .await;
-    (r, lat)
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn produce_inner(
-    producer: Option<FutureProducer<StageContext>>,
-    dead_topic: Arc<str>,
-    consumer: Arc<StageConsumer>,
-    rx: &mut mpsc::Receiver<Outbound>,
-    max_pending: usize,
-    health: Arc<Health>,
-    dry_run: bool,
-    lat: &mut Latencies,
-) -> Result<u64> {
-    type Ack = (
-        Result<(), KafkaError>,
-        Outbound,
-        Instant, // sent
-    );
-    let mut pending: FuturesOrdered<
-        std::pin::Pin<Box<dyn std::future::Future<Output = Ack> + Send>>,
-    > = FuturesOrdered::new();
-    let mut open = true;
-    let mut acked = 0u64;
-    loop {
-        if !open && pending.is_empty() {
-            break;
-        }
-        tokio::select! {
-            biased;
-            Some((res, ob, sent)) = pending.next(), if !pending.is_empty() => {
-                let (res, ob) = match res {
-                    Err(e) if too_large(&e) && ob.label != "output_too_large" => {
-                        warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
-                            source_topic = %ob.inbound.topic, partition = ob.inbound.partition,
-                            offset = ob.inbound.offset, "output refused as too large: writing a dead letter instead");
-                        let fb = fallback(ob, dead_topic.clone(), &e);
-                        let res = match &producer {
-                            None => Ok(()),
-                            Some(p) => match send(p, &fb).await {
-                                Err(e) => Err(e),
-                                Ok(f) => match f.await {
-                                    Ok(Ok(_)) => Ok(()),
-                                    Ok(Err((e, _))) => Err(e),
-                                    Err(_) => Err(KafkaError::Canceled),
-                                },
-                            },
-                        };
-                        (res, fb)
-                    }
-                    other => (other, ob),
-                };
-                if let Err(e) = res {
-                    error!(error = %e, topic = %ob.topic, source_topic = %ob.inbound.topic,
-                        partition = ob.inbound.partition, offset = ob.inbound.offset,
-                        "an output was not acknowledged: stopping without committing it");
-                    metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
-                    let e = anyhow!("cannot produce to {}: {e}", ob.topic);
-                    health.fail(&format!("{e:#}"));
-                    return Err(e);
-                }
-                observe("produce", sent.elapsed());
-                let took = ob.inbound.consumed.elapsed().as_secs_f64();
-                metrics::histogram!(tm::RECORD_SECONDS).record(took);
-                lat.add(took);
-                let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
-                metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
-                    .increment(1);
-                if !dry_run {
-                    acked += 1;
-                    let i = &ob.inbound;
-                    if let Err(e) = consumer.store_offset(&i.topic, i.partition, i.offset) {
-                        // the partition was revoked: its new owner reprocesses the record
-                        tracing::debug!(error = %e, topic = %i.topic, partition = i.partition,
-                            offset = i.offset, "offset not stored");
-                    }
-                }
-            }
-            o = rx.recv(), if open && pending.len() < max_pending => match o {
-                None => open = false,
-                Some(ob) => {
-                    let sent = Instant::now();
-                    match &producer {
-                        None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent) })),
-                        Some(p) => {
-                            let fut = send(p, &ob).await;
-                            pending.push_back(Box::pin(async move {
-                                let res = match fut {
-                                    Err(e) => Err(e),
-                                    Ok(f) => match f.await {
-                                        Ok(Ok(_)) => Ok(()),
-                                        Ok(Err((e, _))) => Err(e),
-                                        Err(_) => Err(KafkaError::Canceled),
-                                    },
-                                };
-                                (res, ob, sent)
-                            }));
-                        }
-                    }
-                }
-            },
-        }
-    }
-    Ok(acked)
-}
-
-fn too_large(e: &KafkaError) -> bool {
-    matches!(
-        e.rdkafka_error_code(),
-        Some(RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidRecord)
-    )
-}
-
-/// The dead letter that replaces an output the broker refused as too large.
-fn fallback(ob: Outbound, dead_topic: Arc<str>, e: &KafkaError) -> Outbound {
-    let i = &ob.inbound;
-    let bad = BadRecord {
-        reason: BadReason::OutputTooLarge,
-        detail: format!(
-            "the {} output ({} bytes to {}) was refused: {e}",
-            ob.label,
-            ob.payload.len(),
-            ob.topic
-        ),
-    };
-    let src = Source::Kafka {
-        topic: i.topic.to_string(),
-        partition: i.partition,
-        offset: i.offset,
-    };
-    let mut dl = DeadLetter::new(&bad, src, &i.head);
-    dl.original_bytes = Some(i.len as u64);
-    if i.head.len() < i.len {
-        dl.original_truncated = Some(true);
-    }
-    metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
-    Outbound {
-        topic: dead_topic,
-        payload: serde_json::to_vec(&dl).unwrap_or_default(),
-        headers: vec![
-            (HEADER_DECISION, "dead_letter".into()),
-            (HEADER_REASON, bad.reason.as_str().into()),
-            (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
-        ],
-        label: "output_too_large",
-        inbound: ob.inbound,
-    }
-}
-
-async fn send(
-    producer: &FutureProducer<StageContext>,
-    ob: &Outbound,
-) -> Result<rdkafka::producer::DeliveryFuture, KafkaError> {
-    let mut headers = OwnedHeaders::new_with_capacity(ob.headers.len());
-    for (k, v) in &ob.headers {
-        headers = headers.insert(Header {
-            key: k,
-            value: Some(v.as_bytes()),
-        });
-    }
-    let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&ob.topic)
-        .payload(&ob.payload[..])
-        .headers(headers);
-    if let Some(k) = &ob.inbound.key {
-        rec = rec.key(&k[..]);
-    }
-    loop {
-        match producer.send_result(rec) {
-            Ok(f) => return Ok(f),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                rec = r;
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            Err((e, _)) => return Err(e),
-        }
-    }
 }

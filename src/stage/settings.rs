@@ -16,6 +16,7 @@ use crate::index::IndexParams;
 pub const RESERVED_PROPERTIES: &[&str] = &[
     "bootstrap.servers",
     "group.id",
+    "group.instance.id",
     "enable.auto.offset.store",
     "enable.idempotence",
     "acks",
@@ -84,6 +85,28 @@ impl Start {
     }
 }
 
+/// How the stage is known to its consumer group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "membership", content = "instance-id")]
+pub enum Membership {
+    /// Static membership with this `group.instance.id` (given by flag, variable or file).
+    Static(String),
+    /// Static membership with an id generated once and kept in the index directory
+    /// (`instance-id`), so that a restart on the same volume is the same member.
+    Persisted,
+    /// Dynamic membership: a restarted process is a new member; the group waits for the
+    /// old member's session to time out (`session.timeout.ms`) before its partitions move.
+    Dynamic,
+}
+
+/// The name of the file in the index directory that keeps a generated instance id.
+pub const INSTANCE_ID_FILE: &str = "instance-id";
+
+/// A `group.instance.id`: 1–249 of `[A-Za-z0-9._-]` (what the brokers accept in names).
+pub fn valid_instance_id(id: &str) -> bool {
+    valid_topic(id)
+}
+
 /// Everything `neardup run` and `neardup replay` need, validated.
 #[derive(Clone, Debug, Serialize)]
 pub struct StageSettings {
@@ -93,6 +116,8 @@ pub struct StageSettings {
     pub brokers: String,
     /// Consumer group.
     pub group_id: String,
+    /// Group membership (`neardup run`; a replay assigns its partitions and has none).
+    pub membership: Membership,
     /// Input topics.
     pub input_topics: Vec<String>,
     /// Output topic of unique and skipped records.
@@ -204,7 +229,8 @@ fn parse_property(kv: &str, origin: &str) -> Result<(String, String)> {
     if RESERVED_PROPERTIES.contains(&k) {
         bail!(
             "client property {k} in {origin} is set by neardup itself and cannot be overridden \
-             (use --brokers / --group-id for the servers and the group)"
+             (use --brokers / --group-id / --instance-id for the servers, the group and the \
+             member's identity)"
         );
     }
     Ok((k.to_string(), v.trim().to_string()))
@@ -235,6 +261,15 @@ impl StageSettings {
         if group_id.trim().is_empty() {
             bail!("group-id must not be empty");
         }
+        let membership = match kafka.instance_id.as_deref().map(str::trim) {
+            None => Membership::Persisted,
+            Some("off") => Membership::Dynamic,
+            Some(id) if valid_instance_id(id) => Membership::Static(id.to_string()),
+            Some(id) => bail!(
+                "invalid instance-id {id:?}: 1–249 characters of A-Z a-z 0-9 . _ - (e.g. the pod \
+                 name), or off for dynamic membership"
+            ),
+        };
         let input_topics = kafka
             .input_topics
             .clone()
@@ -325,6 +360,7 @@ impl StageSettings {
             mode,
             brokers,
             group_id,
+            membership,
             input_topics,
             unique_topic,
             duplicate_topic,
@@ -386,6 +422,25 @@ mod tests {
             ..Default::default()
         };
         assert!(resolve(reserved, Default::default(), Default::default()).is_err());
+        let reserved = KafkaOptions {
+            kafka_property: Some(vec!["group.instance.id=x".into()]),
+            ..Default::default()
+        };
+        let e = resolve(reserved, Default::default(), Default::default()).unwrap_err();
+        assert!(e.to_string().contains("--instance-id"), "{e}");
+        assert_eq!(s.membership, Membership::Persisted);
+        let id = |v: &str| KafkaOptions {
+            instance_id: Some(v.into()),
+            ..Default::default()
+        };
+        let m =
+            |v: &str| resolve(id(v), Default::default(), Default::default()).map(|s| s.membership);
+        assert_eq!(
+            m("neardup-0").unwrap(),
+            Membership::Static("neardup-0".into())
+        );
+        assert_eq!(m("off").unwrap(), Membership::Dynamic);
+        assert!(m("pod/0").is_err());
         let zero = StageOptions {
             max_in_flight: Some(0),
             ..Default::default()

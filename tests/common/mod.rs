@@ -476,10 +476,8 @@ impl Stage {
             .args(["run", "--brokers", brokers, "--index"])
             .arg(index)
             .args(["--listen", &listen, "--log-format", "json"])
-            .args(["--kafka-property", "fetch.wait.max.ms=50"])
-            // a killed member's partitions are reassigned after the session timeout
-            .args(["--kafka-property", "session.timeout.ms=6000"])
-            .args(["--kafka-property", "heartbeat.interval.ms=500"])
+            // the client's and the stage's own defaults: no session or fetch setting is
+            // shortened for the tests
             .args(extra)
             .env(
                 "RUST_LOG",
@@ -717,4 +715,39 @@ pub fn decision_of(v: &serde_json::Value) -> (String, (String, String)) {
                 .to_string(),
         ),
     )
+}
+
+/// `neardup dedup` over the valid records in production order: id → (decision, canonical).
+pub fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, String)> {
+    let input = dir.join("file-mode.jsonl");
+    let mut lines = Vec::new();
+    for (_, _, v) in records {
+        if let Some(v) = v {
+            if let Ok(p) = neardup::record::decode_page(v, 200_000) {
+                let _ = p;
+                lines.extend_from_slice(v);
+                lines.push(b'\n');
+            }
+        }
+    }
+    std::fs::write(&input, lines).unwrap();
+    let out = dir.join("file-mode-out.jsonl");
+    let st = neardup()
+        .args(["dedup", "--input"])
+        .arg(&input)
+        .arg("--index")
+        .arg(dir.join("file-mode-index"))
+        .arg("--unique")
+        .arg(&out)
+        .args(["--max-record-bytes", "200000"])
+        .arg("--dead-letter")
+        .arg(dir.join("file-mode-dead.jsonl"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::read_to_string(out)
+        .unwrap()
+        .lines()
+        .map(|l| decision_of(&serde_json::from_str(l).unwrap()))
+        .collect()
 }

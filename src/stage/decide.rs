@@ -1,0 +1,201 @@
+//! The decider thread of the stage: one signed page at a time, in consumption order,
+//! against the index; each becomes an [`Outbound`] record for the producer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use tokio::sync::mpsc;
+use tracing::warn;
+
+use super::{
+    now_secs, observe, Job, Outbound, StageSettings, HEADER_CANONICAL, HEADER_DECISION,
+    HEADER_REASON, HEADER_SCHEMA,
+};
+use crate::dedup::{Deduplicator, PageRef, Prepared};
+use crate::index::{DecisionKind, Index};
+use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
+use crate::telemetry as tm;
+
+/// What the decider decided, for the summary.
+#[derive(Default)]
+pub(super) struct Counts {
+    pub(super) unique: u64,
+    pub(super) duplicate: u64,
+    pub(super) skipped: u64,
+    pub(super) dead_letter: u64,
+    pub(super) repeated: u64,
+    pub(super) expired: u64,
+}
+
+/// The largest value the producer may send, from `message.max.bytes` (default 1,000,000),
+/// less room for the key and headers.
+pub(super) fn max_output_bytes(s: &StageSettings) -> usize {
+    let limit = s
+        .properties
+        .get("message.max.bytes")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1_000_000);
+    limit.saturating_sub(64 * 1024).max(16 * 1024)
+}
+
+pub(super) fn decide_loop(
+    s: &StageSettings,
+    dedup: &mut Deduplicator,
+    mut jobs: mpsc::Receiver<Job>,
+    out: mpsc::Sender<Outbound>,
+    counts: &mut Counts,
+) -> Result<()> {
+    let params_id = record::params_id(&s.params);
+    let max_out = max_output_bytes(s);
+    let (unique_t, dup_t, dead_t): (Arc<str>, Arc<str>, Arc<str>) = (
+        Arc::from(s.unique_topic.as_str()),
+        Arc::from(s.duplicate_topic.as_str()),
+        Arc::from(s.dead_letter_topic.as_str()),
+    );
+    let mut newest_seen = i64::MIN;
+    let mut since_sweep = 0u64;
+    let mut last_stats = Instant::now() - Duration::from_secs(60);
+    while let Some(job) = jobs.blocking_recv() {
+        let (payload, prepared, times) = job
+            .prepared
+            .blocking_recv()
+            .map_err(|_| anyhow!("a signing task was lost"))?;
+        observe("decode", times.decode);
+        let inbound = job.inbound;
+        let page_or_bad = match prepared {
+            Prepared::Blank => Err(BadRecord {
+                reason: BadReason::EmptyRecord,
+                detail: if payload.is_empty() {
+                    "the record has no value".into()
+                } else {
+                    "the record value is only whitespace".into()
+                },
+            }),
+            Prepared::Bad(b) => Err(b),
+            Prepared::Page(p) => Ok(p),
+        };
+        let ob = match page_or_bad {
+            Err(bad) => {
+                counts.dead_letter += 1;
+                metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
+                let src = Source::Kafka {
+                    topic: inbound.topic.to_string(),
+                    partition: inbound.partition,
+                    offset: inbound.offset,
+                };
+                let dl = DeadLetter::fitting(&bad, src, &payload, max_out);
+                Outbound {
+                    inbound,
+                    topic: Arc::clone(&dead_t),
+                    payload: serde_json::to_vec(&dl)?,
+                    headers: vec![
+                        (HEADER_DECISION, "dead_letter".into()),
+                        (HEADER_REASON, bad.reason.as_str().into()),
+                        (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
+                    ],
+                    label: "dead_letter",
+                }
+            }
+            Ok(b) => {
+                let (page, signed) = *b;
+                observe("strip", times.strip);
+                observe("sign", times.sign);
+                let first_seen = page
+                    .fetched_at
+                    .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
+                    .unwrap_or_else(now_secs);
+                newest_seen = newest_seen.max(first_seen);
+                let t = Instant::now();
+                let outcome = dedup
+                    .decide(
+                        PageRef {
+                            id: &page.doc_id,
+                            url: &page.page.url,
+                            first_seen,
+                        },
+                        &signed,
+                    )
+                    .context("the index cannot record a decision")?;
+                observe("lookup", t.elapsed());
+                if outcome.repeated {
+                    counts.repeated += 1;
+                    metrics::counter!(tm::REPEATED_IDS).increment(1);
+                }
+                let mut rec =
+                    record::tagged(&page, &signed, &outcome, &s.params, &params_id, s.keep_text);
+                rec.dedup.repeated = None;
+                let mut payload = serde_json::to_vec(&rec)?;
+                if payload.len() > max_out && rec.text.is_some() {
+                    rec.text = None;
+                    payload = serde_json::to_vec(&rec)?;
+                }
+                let (topic, label) = match outcome.decision.kind {
+                    DecisionKind::Unique => {
+                        counts.unique += 1;
+                        (&unique_t, "unique")
+                    }
+                    DecisionKind::Skipped => {
+                        counts.skipped += 1;
+                        (&unique_t, "skipped")
+                    }
+                    DecisionKind::Duplicate => {
+                        counts.duplicate += 1;
+                        (&dup_t, "duplicate")
+                    }
+                };
+                let mut headers = vec![
+                    (HEADER_DECISION, label.to_string()),
+                    (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
+                ];
+                if let Some(c) = &outcome.decision.canonical_id {
+                    headers.push((HEADER_CANONICAL, c.clone()));
+                }
+                since_sweep += 1;
+                Outbound {
+                    inbound,
+                    topic: Arc::clone(topic),
+                    payload,
+                    headers,
+                    label,
+                }
+            }
+        };
+        if out.blocking_send(ob).is_err() {
+            // the producer stopped: its error is reported by the caller
+            return Ok(());
+        }
+        if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
+            since_sweep = 0;
+            let n = dedup
+                .index_mut()
+                .expire(newest_seen - window.as_secs() as i64)?;
+            counts.expired += n;
+            metrics::counter!(tm::INDEX_EXPIRED).increment(n);
+        }
+        if last_stats.elapsed() >= Duration::from_secs(15) {
+            last_stats = Instant::now();
+            publish_index_stats(dedup.index());
+        }
+    }
+    publish_index_stats(dedup.index());
+    Ok(())
+}
+
+fn publish_index_stats(index: &Index) {
+    match index.stats() {
+        Ok(st) => {
+            let docs = st
+                .families
+                .iter()
+                .find(|(f, _, _)| f == "docs")
+                .map_or(0, |(_, k, _)| *k);
+            metrics::gauge!(tm::INDEX_DOCUMENTS).set(docs as f64);
+            for (family, keys, bytes) in st.families {
+                metrics::gauge!(tm::INDEX_KEYS, "family" => family.clone()).set(keys as f64);
+                metrics::gauge!(tm::INDEX_BYTES, "family" => family).set(bytes as f64);
+            }
+        }
+        Err(e) => warn!(error = %e, "cannot read index statistics"),
+    }
+}

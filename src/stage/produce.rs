@@ -1,0 +1,263 @@
+//! The producer side of the stage: outputs in consumption order, each input offset stored
+//! once its output is acknowledged, a dead letter instead of an output the broker refuses
+//! as too large.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use futures::stream::{FuturesOrdered, StreamExt};
+use rdkafka::consumer::Consumer;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use tokio::sync::mpsc;
+use tracing::{error, warn};
+
+use super::kafka::{self, StageConsumer, StageContext};
+use super::{observe, Outbound, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
+use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
+use crate::telemetry::{self as tm, Health};
+
+/// A uniform sample of per-record latencies (reservoir of at most `CAP` values).
+#[derive(Default)]
+pub(super) struct Latencies {
+    seen: u64,
+    sample: Vec<f32>,
+    pub(super) max: f64,
+    rng: u64,
+}
+
+impl Latencies {
+    const CAP: usize = 100_000;
+
+    fn add(&mut self, secs: f64) {
+        self.seen += 1;
+        self.max = self.max.max(secs);
+        if self.sample.len() < Self::CAP {
+            self.sample.push(secs as f32);
+            return;
+        }
+        // xorshift: a cheap uniform index for reservoir sampling
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let j = (self.rng % self.seen) as usize;
+        if j < Self::CAP {
+            self.sample[j] = secs as f32;
+        }
+    }
+
+    pub(super) fn quantile_ms(&mut self, q: f64) -> f64 {
+        if self.sample.is_empty() {
+            return 0.0;
+        }
+        self.sample.sort_by(f32::total_cmp);
+        let i = ((self.sample.len() - 1) as f64 * q).round() as usize;
+        self.sample[i] as f64 * 1000.0
+    }
+}
+
+/// Produces the outputs in order and stores each input offset once its output is
+/// acknowledged. Returns the number of acknowledged outputs.
+pub(super) async fn produce_loop(
+    producer: Option<FutureProducer<StageContext>>,
+    dead_topic: Arc<str>,
+    consumer: Arc<StageConsumer>,
+    mut rx: mpsc::Receiver<Outbound>,
+    max_pending: usize,
+    health: Arc<Health>,
+    dry_run: bool,
+) -> (Result<u64>, Latencies) {
+    let mut lat = Latencies {
+        rng: 0x9E37_79B9_7F4A_7C15,
+        ..Default::default()
+    };
+    let r = produce_inner(
+        producer,
+        dead_topic,
+        consumer,
+        &mut rx,
+        max_pending,
+        health,
+        dry_run,
+        &mut lat,
+    )
+    .await;
+    (r, lat)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn produce_inner(
+    producer: Option<FutureProducer<StageContext>>,
+    dead_topic: Arc<str>,
+    consumer: Arc<StageConsumer>,
+    rx: &mut mpsc::Receiver<Outbound>,
+    max_pending: usize,
+    health: Arc<Health>,
+    dry_run: bool,
+    lat: &mut Latencies,
+) -> Result<u64> {
+    type Ack = (
+        Result<(), KafkaError>,
+        Outbound,
+        Instant, // sent
+    );
+    let mut pending: FuturesOrdered<
+        std::pin::Pin<Box<dyn std::future::Future<Output = Ack> + Send>>,
+    > = FuturesOrdered::new();
+    let mut open = true;
+    let mut acked = 0u64;
+    loop {
+        if !open && pending.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            Some((res, ob, sent)) = pending.next(), if !pending.is_empty() => {
+                let (res, ob) = match res {
+                    Err(e) if too_large(&e) && ob.label != "output_too_large" => {
+                        warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
+                            source_topic = %ob.inbound.topic, partition = ob.inbound.partition,
+                            offset = ob.inbound.offset, "output refused as too large: writing a dead letter instead");
+                        let fb = fallback(ob, dead_topic.clone(), &e);
+                        let res = match &producer {
+                            None => Ok(()),
+                            Some(p) => match send(p, &fb).await {
+                                Err(e) => Err(e),
+                                Ok(f) => match f.await {
+                                    Ok(Ok(_)) => Ok(()),
+                                    Ok(Err((e, _))) => Err(e),
+                                    Err(_) => Err(KafkaError::Canceled),
+                                },
+                            },
+                        };
+                        (res, fb)
+                    }
+                    other => (other, ob),
+                };
+                if let Err(e) = res {
+                    error!(error = %e, topic = %ob.topic, source_topic = %ob.inbound.topic,
+                        partition = ob.inbound.partition, offset = ob.inbound.offset,
+                        "an output was not acknowledged: stopping without committing it");
+                    metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
+                    let e = anyhow!("cannot produce to {}: {e}", ob.topic);
+                    health.fail(&format!("{e:#}"));
+                    return Err(e);
+                }
+                observe("produce", sent.elapsed());
+                let took = ob.inbound.consumed.elapsed().as_secs_f64();
+                metrics::histogram!(tm::RECORD_SECONDS).record(took);
+                lat.add(took);
+                let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
+                metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
+                    .increment(1);
+                if !dry_run {
+                    acked += 1;
+                    let i = &ob.inbound;
+                    if let Err(e) = consumer.store_offset(&i.topic, i.partition, i.offset) {
+                        // the partition was revoked: its new owner reprocesses the record
+                        tracing::debug!(error = %e, topic = %i.topic, partition = i.partition,
+                            offset = i.offset, "offset not stored");
+                    }
+                }
+            }
+            o = rx.recv(), if open && pending.len() < max_pending => match o {
+                None => open = false,
+                Some(ob) => {
+                    let sent = Instant::now();
+                    match &producer {
+                        None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent) })),
+                        Some(p) => {
+                            let fut = send(p, &ob).await;
+                            pending.push_back(Box::pin(async move {
+                                let res = match fut {
+                                    Err(e) => Err(e),
+                                    Ok(f) => match f.await {
+                                        Ok(Ok(_)) => Ok(()),
+                                        Ok(Err((e, _))) => Err(e),
+                                        Err(_) => Err(KafkaError::Canceled),
+                                    },
+                                };
+                                (res, ob, sent)
+                            }));
+                        }
+                    }
+                }
+            },
+        }
+    }
+    Ok(acked)
+}
+
+fn too_large(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::InvalidRecord)
+    )
+}
+
+/// The dead letter that replaces an output the broker refused as too large.
+fn fallback(ob: Outbound, dead_topic: Arc<str>, e: &KafkaError) -> Outbound {
+    let i = &ob.inbound;
+    let bad = BadRecord {
+        reason: BadReason::OutputTooLarge,
+        detail: format!(
+            "the {} output ({} bytes to {}) was refused: {e}",
+            ob.label,
+            ob.payload.len(),
+            ob.topic
+        ),
+    };
+    let src = Source::Kafka {
+        topic: i.topic.to_string(),
+        partition: i.partition,
+        offset: i.offset,
+    };
+    let mut dl = DeadLetter::new(&bad, src, &i.head);
+    dl.original_bytes = Some(i.len as u64);
+    if i.head.len() < i.len {
+        dl.original_truncated = Some(true);
+    }
+    metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
+    Outbound {
+        topic: dead_topic,
+        payload: serde_json::to_vec(&dl).unwrap_or_default(),
+        headers: vec![
+            (HEADER_DECISION, "dead_letter".into()),
+            (HEADER_REASON, bad.reason.as_str().into()),
+            (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
+        ],
+        label: "output_too_large",
+        inbound: ob.inbound,
+    }
+}
+
+async fn send(
+    producer: &FutureProducer<StageContext>,
+    ob: &Outbound,
+) -> Result<rdkafka::producer::DeliveryFuture, KafkaError> {
+    let mut headers = OwnedHeaders::new_with_capacity(ob.headers.len());
+    for (k, v) in &ob.headers {
+        headers = headers.insert(Header {
+            key: k,
+            value: Some(v.as_bytes()),
+        });
+    }
+    let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&ob.topic)
+        .payload(&ob.payload[..])
+        .headers(headers);
+    if let Some(k) = &ob.inbound.key {
+        rec = rec.key(&k[..]);
+    }
+    loop {
+        match producer.send_result(rec) {
+            Ok(f) => return Ok(f),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                rec = r;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}

@@ -33,6 +33,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 FROM ${BASE} AS base
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g libstdc++6 \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 neardup \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/neardup --no-create-home \

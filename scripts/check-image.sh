@@ -51,7 +51,7 @@ if ! "${PODMAN[@]}" image exists "$BASE"; then
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
     "$RELEASE" "$WORK/base.tar"
-  "${PODMAN[@]}" import "$WORK/base.tar" "$BASE" >/dev/null
+  "${PODMAN[@]}" import --quiet "$WORK/base.tar" "$BASE" >/dev/null
   rm -f "$WORK/base.tar"
 fi
 
@@ -83,7 +83,9 @@ summary=$("${PODMAN[@]}" run --rm --user 10001:10001 --read-only --tmpfs /tmp \
 echo "$summary"
 expected=$("$NEARDUP_BIN" dedup --input examples/pages.jsonl --index "$WORK/host-index" \
   --unique "$WORK/u.jsonl" --duplicates "$WORK/d.jsonl" 2>&1 | tail -n 1)
-[ "$summary" = "$expected" ] || { echo "check-image: summary differs from the host's: $expected" >&2; exit 1; }
+# the counts must agree (the rate after them differs from run to run)
+[ "$(cut -d';' -f1-2 <<<"$summary")" = "$(cut -d';' -f1-2 <<<"$expected")" ] \
+  || { echo "check-image: summary differs from the host's: $expected" >&2; exit 1; }
 cmp -s "$DATA/unique.jsonl" "$WORK/u.jsonl" && cmp -s "$DATA/duplicates.jsonl" "$WORK/d.jsonl" \
   || { echo "check-image: outputs differ from the host's" >&2; exit 1; }
 [ "$(stat -c %u "$DATA/unique.jsonl")" = 10001 ] || { echo "check-image: outputs not written as 10001" >&2; exit 1; }

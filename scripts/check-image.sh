@@ -18,6 +18,10 @@ if [ ! -x "$NEARDUP_BIN" ]; then
   echo "check-image: no binary at $NEARDUP_BIN (build it, or set NEARDUP_BIN)" >&2
   exit 1
 fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "check-image: run as root (the container storage and the uid 10001 volumes need it)" >&2
+  exit 1
+fi
 RELEASE="${NEARDUP_IMAGE_DEBIAN:-bookworm}"
 BASE="localhost/debian:${RELEASE}-slim"
 IMAGE="localhost/neardup:check"

@@ -7,6 +7,9 @@
 #      filesystem read-only, /tmp a tmpfs, the index and outputs on a volume
 #   3. the exact command line, environment and config file the chart renders, with
 #      --check-config
+# The binary runs on the Debian release of the base (bookworm by default, glibc 2.36): build
+# it on that release or an older one, or set NEARDUP_IMAGE_DEBIAN to the build host's.
+# Needs root (the container storage and the volumes owned by uid 10001), as CI here runs.
 # Prints the image size. NEARDUP_BIN (default ${CARGO_TARGET_DIR:-target}/release/neardup)
 # is the binary. Installs podman, buildah, runc, mmdebstrap and uidmap when missing; the
 # base image is kept in the local image storage and made once.
@@ -31,10 +34,8 @@ for tool in podman buildah runc mmdebstrap newuidmap; do
   command -v "$tool" >/dev/null 2>&1 || need+=("$tool")
 done
 if [ ${#need[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq podman buildah runc mmdebstrap uidmap
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman buildah runc mmdebstrap uidmap
 fi
 
 WORK="$(mktemp -d)"
@@ -116,6 +117,7 @@ out += p["args"] + ["--check-config"]
 print("\n".join(out))
 EOF
 )
+[ ${#run_args[@]} -gt 4 ] || { echo "check-image: cannot read the chart's pod spec" >&2; exit 1; }
 claims=$("$TOOLS/venv/bin/python" -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["claims"]))' "$WORK/pod.json")
 claim_args=()
 while IFS= read -r c; do

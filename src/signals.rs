@@ -20,19 +20,33 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Catches SIGTERM and SIGINT into the stop flag. Safe to call before `main` (it only calls
-/// `sigaction`) and more than once.
+/// The signals a parent left ignored (bit `1 << signo`): they stay ignored (a job started in
+/// the background by a non-interactive shell ignores SIGINT, and keeps doing so).
+static INHERITED_IGNORED: AtomicI32 = AtomicI32::new(0);
+
+#[cfg(unix)]
+const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+
+/// Catches SIGTERM and SIGINT into the stop flag, except one the parent left ignored. Safe to
+/// call before `main` (it only calls `sigaction`) and more than once.
 pub extern "C" fn install_early() {
     #[cfg(unix)]
-    // SAFETY: sigaction with a handler that only stores atomics; the struct is zeroed and
-    // its mask emptied before use.
+    // SAFETY: sigaction with a handler that only stores atomics; the structs are zeroed and
+    // the mask emptied before use.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
         sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        for sig in STOP_SIGNALS {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old);
+            if old.sa_sigaction == libc::SIG_IGN {
+                INHERITED_IGNORED.fetch_or(1 << sig, Ordering::SeqCst);
+                continue;
+            }
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
     }
 }
 
@@ -46,14 +60,19 @@ pub fn stop_flag() -> &'static AtomicBool {
     &STOP
 }
 
-/// Gives SIGTERM and SIGINT their default action back (commands without a stop path of
-/// their own); a signal caught before this call is raised again, so it acts as it would have.
+/// Gives SIGTERM and SIGINT the action they had when the process started (the default, or
+/// ignored when the parent ignored them), for commands without a stop path of their own; a
+/// signal caught before this call is raised again, so it acts as it would have.
 pub fn restore_default() {
     #[cfg(unix)]
     // SAFETY: resetting a disposition to SIG_DFL and raising a signal are always allowed.
     unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        let ignored = INHERITED_IGNORED.load(Ordering::SeqCst);
+        for sig in STOP_SIGNALS {
+            if ignored & (1 << sig) == 0 {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
         let sig = CAUGHT.load(Ordering::SeqCst);
         if sig != 0 {
             libc::raise(sig);

@@ -167,7 +167,7 @@ pub enum IndexError {
     /// `open_existing` on a directory without an index.
     #[error("no neardup index here (no stored parameters)")]
     NotAnIndex,
-    /// The open was ended by the caller's stop flag (nothing was written).
+    /// The open was ended by the caller's stop flag (no document was written).
     #[error("opening the index was interrupted")]
     Interrupted,
 }

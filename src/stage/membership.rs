@@ -62,7 +62,7 @@ fn persisted(dir: &Path) -> Result<(String, bool)> {
                     "{} holds no valid instance id ({:?}): delete it to have a new one made, \
                      or set --instance-id",
                     path.display(),
-                    &text[..text.len().min(80)]
+                    text.chars().take(80).collect::<String>()
                 );
             }
             return Ok((id.to_string(), false));

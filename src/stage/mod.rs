@@ -163,7 +163,11 @@ pub fn run(settings: StageSettings) -> Result<StageSummary> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    rt.block_on(run_async(settings))
+    let result = rt.block_on(run_async(settings));
+    // a blocking task a stop left behind (the metadata reads of a replay's assignment, up to
+    // 30 s each) must not hold the exit: everything that matters was awaited above
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
 }
 
 fn now_secs() -> i64 {
@@ -372,8 +376,9 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
                 Err(e) if kafka::fenced(&e) => {
                     let why = format!(
                         "the broker fenced this member: another process is in group {} with \
-                         instance id {}; give each process its own --instance-id (or its own \
-                         index directory)",
+                         instance id {}; give each process its own --instance-id. A copy of an \
+                         index directory carries the id it keeps (file instance-id): delete \
+                         that file in the copy to have a new id made",
                         s.group_id,
                         instance.as_deref().unwrap_or("?")
                     );

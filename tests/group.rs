@@ -15,26 +15,6 @@ use common::*;
 
 const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
 
-fn broker_with_topics() -> Broker {
-    let b = Broker::start();
-    b.create_topics(&[
-        ("pages", 3),
-        ("pages-unique", 3),
-        ("pages-duplicate", 3),
-        ("pages-dead-letter", 1),
-    ]);
-    b
-}
-
-/// A number from the environment, or the default (the longer variant in
-/// `scripts/kill-test.sh` raises them).
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 struct Rng(u64);
 
 impl Rng {

@@ -11,26 +11,6 @@ use neardup::cli::bench_stage::cpu_seconds;
 
 const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
 
-/// A broker with the input topic (3 partitions) and the three output topics.
-fn broker_with_topics() -> Broker {
-    let b = Broker::start();
-    b.create_topics(&[
-        ("pages", 3),
-        ("pages-unique", 3),
-        ("pages-duplicate", 3),
-        ("pages-dead-letter", 1),
-    ]);
-    b
-}
-
-/// A number from the environment, or the default.
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// 20 times: SIGKILL the stage at a random moment of a 10,000-record run and start it again.
 /// Afterwards every input has exactly one decision (repeats byte-identical), the decisions
 /// equal an uninterrupted file-mode run, and the index opened cleanly every time.

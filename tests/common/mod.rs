@@ -751,3 +751,24 @@ pub fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, Str
         .map(|l| decision_of(&serde_json::from_str(l).unwrap()))
         .collect()
 }
+
+/// A broker with the input topic `pages` (3 partitions) and the three output topics.
+pub fn broker_with_topics() -> Broker {
+    let b = Broker::start();
+    b.create_topics(&[
+        ("pages", 3),
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 1),
+    ]);
+    b
+}
+
+/// A number from the environment, or the default (the longer variants of the tests raise
+/// them).
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -91,30 +91,8 @@ fn kill_twenty_times_during_ten_thousand_records() {
     );
     let (first, repeats) = first_outputs(&outs, &ids);
     // the decisions of an uninterrupted run
-    let input = dir.path().join("input.jsonl");
-    let mut lines = Vec::new();
-    for (_, _, v) in &records {
-        lines.extend_from_slice(v.as_ref().unwrap());
-        lines.push(b'\n');
-    }
-    std::fs::write(&input, lines).unwrap();
-    let out = dir.path().join("file-mode.jsonl");
-    assert!(neardup()
-        .args(["dedup", "--input"])
-        .arg(&input)
-        .arg("--index")
-        .arg(dir.path().join("file-index"))
-        .arg("--unique")
-        .arg(&out)
-        .status()
-        .unwrap()
-        .success());
-    let expected: BTreeSet<_> = std::fs::read_to_string(out)
-        .unwrap()
-        .lines()
-        .map(|l| decision_of(&serde_json::from_str(l).unwrap()))
-        .collect();
-    let got: BTreeSet<_> = first.values().map(|o| decision_of(&o.json())).collect();
+    let expected = file_mode(&records, dir.path());
+    let got: BTreeMap<_, _> = first.values().map(|o| decision_of(&o.json())).collect();
     assert_eq!(got, expected, "decisions differ from an uninterrupted run");
     eprintln!(
         "kill test: {} records, {kills} kills survived, 0 lost, {repeats} repeated outputs \

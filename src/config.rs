@@ -197,6 +197,9 @@ pub struct FileConfig {
     /// `[replay]`: where a replay starts, dry run.
     #[serde(default)]
     pub replay: ReplayOptions,
+    /// `[serve]`: limits of the serving endpoints (`run`, `replay`, `serve`).
+    #[serde(default)]
+    pub serve: ServeOptions,
 }
 
 /// `[detect]` in the file: [`DetectOptions`] plus method and threshold.
@@ -356,6 +359,75 @@ impl StageOptions {
             max_record_bytes, jobs, log_format);
         self
     }
+}
+
+/// Limits of the serving endpoints `/v1/group` and `/v1/explain` (`[serve]` in the file),
+/// for `run`, `replay` and `serve`.
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ServeOptions {
+    /// Items of one /v1/group request at most; more get 413 [default: 1000]
+    #[arg(long, env = "NEARDUP_MAX_GROUP_ITEMS")]
+    pub max_group_items: Option<usize>,
+    /// Answers to repeated result sets kept in memory; 0 for none [default: 10000]
+    #[arg(long, env = "NEARDUP_GROUP_CACHE_ENTRIES")]
+    pub group_cache_entries: Option<usize>,
+    /// How long a cached answer is used, e.g. 60s [default: 60s]
+    #[arg(long, env = "NEARDUP_GROUP_CACHE_TTL", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub group_cache_ttl: Option<Duration>,
+    /// Pages whose signatures a serving process keeps in memory once read (about 1.3 kB
+    /// each); 0 reads every page from the index every time [default: 100000]
+    #[arg(long, env = "NEARDUP_SIGNATURE_CACHE_ENTRIES")]
+    pub signature_cache_entries: Option<usize>,
+    /// Largest HTTP request body in bytes; larger ones get 413 [default: 8388608]
+    #[arg(long, env = "NEARDUP_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// Time limit of one HTTP request, e.g. 10s; past it the answer is 408 [default: 10s]
+    #[arg(long, env = "NEARDUP_REQUEST_TIMEOUT", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub request_timeout: Option<Duration>,
+}
+
+impl ServeOptions {
+    fn or(mut self, o: ServeOptions) -> ServeOptions {
+        or_fields!(self, o; max_group_items, group_cache_entries, group_cache_ttl,
+            signature_cache_entries, max_body_bytes, request_timeout);
+        self
+    }
+}
+
+/// The serving limits from the command line, with the file underneath, validated.
+pub fn serve_limits(
+    cli: &ServeOptions,
+    file: &FileConfig,
+) -> Result<(crate::serving::Limits, crate::http::HttpLimits)> {
+    let o = cli.clone().or(file.serve.clone());
+    let d = crate::serving::Limits::default();
+    let h = crate::http::HttpLimits::default();
+    let limits = crate::serving::Limits {
+        max_items: o.max_group_items.unwrap_or(d.max_items),
+        cache_entries: o.group_cache_entries.unwrap_or(d.cache_entries),
+        cache_ttl: o.group_cache_ttl.unwrap_or(d.cache_ttl),
+        signature_cache_entries: o
+            .signature_cache_entries
+            .unwrap_or(d.signature_cache_entries),
+    };
+    let http = crate::http::HttpLimits {
+        max_body_bytes: o.max_body_bytes.unwrap_or(h.max_body_bytes),
+        request_timeout: o.request_timeout.unwrap_or(h.request_timeout),
+        ..h
+    };
+    if limits.max_items == 0 {
+        anyhow::bail!("max-group-items must be at least 1");
+    }
+    if http.max_body_bytes == 0 {
+        anyhow::bail!("max-body-bytes must be at least 1");
+    }
+    if http.request_timeout.is_zero() {
+        anyhow::bail!("request-timeout must be above zero");
+    }
+    Ok((limits, http))
 }
 
 /// Settings of `neardup replay` (`[replay]` in the file).

@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::index::{Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method};
+use crate::index::{
+    Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method, SigDelta,
+};
 use crate::record::{decode_page, BadRecord, ValidPage};
 use crate::signature::{length_bound, mass, similarity, similarity_at_least, Signed, Signer};
 
@@ -130,18 +132,22 @@ impl Deduplicator {
             });
         }
         let min_signatures = self.index.params().min_signatures as usize;
+        let mut delta = None;
         let decision = if signed.sigs.set_len() < min_signatures {
             Decision::plain(DecisionKind::Skipped)
         } else {
             match self.best_match(signed)? {
-                Some((canonical, sim, cand)) => Decision {
-                    kind: DecisionKind::Duplicate,
-                    canonical_id: Some(canonical.id),
-                    canonical_url: Some(canonical.url),
-                    similarity: Some(sim),
-                    hamming: cand.hamming,
-                    found_by: Some(cand.found),
-                },
+                Some((canonical, sim, cand)) => {
+                    delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
+                    Decision {
+                        kind: DecisionKind::Duplicate,
+                        canonical_id: Some(canonical.id),
+                        canonical_url: Some(canonical.url),
+                        similarity: Some(sim),
+                        hamming: cand.hamming,
+                        found_by: Some(cand.found),
+                    }
+                }
                 None => Decision::plain(DecisionKind::Unique),
             }
         };
@@ -152,6 +158,7 @@ impl Deduplicator {
             fingerprint: signed.fingerprint.clone(),
             sigs: signed.sigs.clone(),
             decision: decision.clone(),
+            delta,
         })?;
         Ok(Outcome {
             decision,

@@ -15,9 +15,13 @@
 //! - [`config`]: one validated configuration from flags, `NEARDUP_*` variables and a TOML file
 //! - [`stage`]: the Kafka stage (`run`, `replay`): consumer, producer, offsets, replay
 //!   bounds, shutdown; it drives the Deduplicator and decides nothing itself
-//! - [`telemetry`]: metric names, the Prometheus recorder, the HTTP listener, logging
+//! - [`serving`]: folding the near-duplicates of a result set and explaining a decision,
+//!   over an index reader (pure of HTTP)
+//! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
+//! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
+//!   `/v1/explain`) of `run`, `replay` and `serve`
 //! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `bench`, `index`, `run`,
-//!   `replay`)
+//!   `replay`, `serve`, `group`, `explain`)
 //!
 //! # Architecture invariants
 //!
@@ -25,7 +29,8 @@
 //!   directory they are handed: no network, no async runtime, no metrics, no environment
 //!   variables, no signals. They return typed errors and never panic on bad input.
 //! - Data flows one way: `cli` → (file or `stage`) → `dedup` → `signature`/`text` and
-//!   `index`. Kafka, tokio, HTTP and metrics live only in `stage`, `telemetry` and `cli`.
+//!   `index`. Kafka, tokio, HTTP and metrics live only in `stage`, `telemetry`, `http` and
+//!   `cli`.
 //! - Every persisted or published format carries a version: the index has
 //!   [`index::FORMAT_VERSION`], records follow `schemas/*.v1.schema.json`.
 //! - Decisions for one index are made one at a time (`&mut Deduplicator`), so two
@@ -34,8 +39,10 @@
 pub mod cli;
 pub mod config;
 pub mod dedup;
+pub mod http;
 pub mod index;
 pub mod record;
+pub mod serving;
 pub mod signals;
 pub mod signature;
 pub mod stage;

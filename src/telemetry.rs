@@ -1,18 +1,14 @@
-//! Metric names, the Prometheus recorder, the HTTP listener (`/metrics`, `/healthz`,
-//! `/readyz`) and logging. Only the I/O shell (`stage`, `cli`) uses this module.
+//! Metric names, the Prometheus recorder, readiness and logging. Only the I/O shell
+//! (`stage`, `http`, `cli`) uses this module; `crate::http` serves them.
 //!
 //! Every metric the stage exports is named here, with its unit in the name and its labels
 //! in the doc comment; the README lists the same table.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::LogFormat;
 
@@ -51,6 +47,10 @@ pub const KAFKA_ERRORS: &str = "neardup_kafka_errors_total";
 pub const READY: &str = "neardup_ready";
 /// Gauge: 1 after a fatal error (the stage stops consuming and drains).
 pub const FAILED: &str = "neardup_failed";
+/// Histogram, labels `endpoint` (group, explain): seconds per serving request.
+pub const SERVE_SECONDS: &str = "neardup_serve_duration_seconds";
+/// Counter, labels `endpoint`, `status`: serving requests answered.
+pub const SERVE_REQUESTS: &str = "neardup_serve_requests_total";
 
 /// Every metric: name, type, help. The README's table is checked against this list.
 pub const METRICS: &[(&str, &str, &str)] = &[
@@ -115,6 +115,16 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ),
     (READY, "gauge", "1 when the stage is ready."),
     (FAILED, "gauge", "1 after a fatal error."),
+    (
+        SERVE_SECONDS,
+        "histogram",
+        "Seconds per serving request (/v1/group, /v1/explain), by endpoint.",
+    ),
+    (
+        SERVE_REQUESTS,
+        "counter",
+        "Serving requests answered, by endpoint and status code.",
+    ),
 ];
 
 /// Histogram buckets in seconds (100 µs to 30 s).
@@ -162,14 +172,26 @@ pub struct Health {
     pub failed: AtomicBool,
     /// What the fatal error was, for `/readyz`.
     pub failure: std::sync::Mutex<Option<String>>,
+    /// `neardup serve`: no Kafka, ready once the index is open.
+    pub serve_only: AtomicBool,
 }
 
 impl Health {
+    /// Readiness of `neardup serve`: the index open, no Kafka.
+    pub fn serving() -> Health {
+        Health {
+            serve_only: AtomicBool::new(true),
+            ..Health::default()
+        }
+    }
+
     /// Ready: index open, partitions assigned, brokers reachable, not draining or failed.
     pub fn ready(&self) -> bool {
+        let kafka = self.serve_only.load(Ordering::Relaxed)
+            || (self.assigned.load(Ordering::Relaxed) > 0
+                && !self.brokers_down.load(Ordering::Relaxed));
         self.index_open.load(Ordering::Relaxed)
-            && self.assigned.load(Ordering::Relaxed) > 0
-            && !self.brokers_down.load(Ordering::Relaxed)
+            && kafka
             && !self.draining.load(Ordering::Relaxed)
             && !self.failed.load(Ordering::Relaxed)
     }
@@ -207,6 +229,8 @@ impl Health {
             "draining"
         } else if !self.index_open.load(Ordering::Relaxed) {
             "index not open"
+        } else if self.serve_only.load(Ordering::Relaxed) {
+            "ready"
         } else if self.brokers_down.load(Ordering::Relaxed) {
             "brokers unreachable"
         } else if self.assigned.load(Ordering::Relaxed) == 0 {
@@ -216,102 +240,6 @@ impl Health {
         }
         .into()
     }
-}
-
-/// Binds the HTTP listener.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
-    TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))
-}
-
-/// Serves `/metrics`, `/healthz` and `/readyz` (GET or HEAD) until the task is dropped.
-/// Anything else gets 404 or 405; requests are read with a size limit and a timeout.
-pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: PrometheusHandle) {
-    loop {
-        let Ok((sock, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        };
-        let (health, metrics) = (Arc::clone(&health), metrics.clone());
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(10), answer(sock, &health, &metrics))
-                .await;
-        });
-    }
-}
-
-async fn answer(mut sock: TcpStream, health: &Health, metrics: &PrometheusHandle) -> Result<()> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
-        if buf.len() > 16 * 1024 {
-            return respond(&mut sock, 431, "text/plain", b"request too large\n", false).await;
-        }
-        let n = sock.read(&mut chunk).await?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let head = method == "HEAD";
-    if method != "GET" && !head {
-        return respond(&mut sock, 405, "text/plain", b"only GET and HEAD\n", head).await;
-    }
-    match path {
-        "/healthz" => respond(&mut sock, 200, "text/plain", b"ok\n", head).await,
-        "/readyz" => {
-            health.publish();
-            let body = format!("{}\n", health.reason());
-            let code = if health.ready() { 200 } else { 503 };
-            respond(&mut sock, code, "text/plain", body.as_bytes(), head).await
-        }
-        "/metrics" => {
-            health.publish();
-            metrics.run_upkeep();
-            let body = metrics.render();
-            respond(
-                &mut sock,
-                200,
-                "text/plain; version=0.0.4",
-                body.as_bytes(),
-                head,
-            )
-            .await
-        }
-        _ => respond(&mut sock, 404, "text/plain", b"not found\n", head).await,
-    }
-}
-
-async fn respond(
-    sock: &mut TcpStream,
-    code: u16,
-    ctype: &str,
-    body: &[u8],
-    head: bool,
-) -> Result<()> {
-    let status = match code {
-        200 => "OK",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        431 => "Request Header Fields Too Large",
-        _ => "Service Unavailable",
-    };
-    let header = format!(
-        "HTTP/1.1 {code} {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    sock.write_all(header.as_bytes()).await?;
-    if !head {
-        sock.write_all(body).await?;
-    }
-    sock.shutdown().await?;
-    Ok(())
 }
 
 /// Sets up logging on stderr: JSON lines unless `format` is text or (auto) stderr is a

@@ -156,6 +156,7 @@ fn fuzz_for_a_while() {
                 fingerprint: signed.fingerprint,
                 sigs: signed.sigs,
                 decision: neardup::index::Decision::plain(neardup::index::DecisionKind::Unique),
+                delta: None,
             }
             .encode()
         })

@@ -195,6 +195,41 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
     assert_eq!(stage.get("/healthz").unwrap().0, 200);
     assert_eq!(stage.get("/nothing").unwrap().0, 404);
 
+    // the serving endpoints read the index the stage writes: every duplicate folds with its
+    // canonical page, and explain gives the decision the stage produced
+    let dups: Vec<(String, String)> = got
+        .iter()
+        .filter(|(_, (d, _))| d == "duplicate")
+        .map(|(id, (_, c))| (id.clone(), c.clone()))
+        .take(20)
+        .collect();
+    let items: Vec<&str> = dups
+        .iter()
+        .flat_map(|(d, c)| [c.as_str(), d.as_str()])
+        .collect();
+    let (code, answer) = http_post_json(
+        stage.http,
+        "/v1/group",
+        &serde_json::json!({"items": items}),
+    );
+    assert_eq!(code, 200, "{answer}");
+    assert!(answer["unknown"].as_array().unwrap().is_empty(), "{answer}");
+    for (i, (d, _)) in dups.iter().enumerate() {
+        let grouped = answer["groups"].as_array().unwrap().iter().any(|g| {
+            g["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["item"] == 2 * i + 1)
+                || g["representative"]["item"] == 2 * i + 1
+        });
+        assert!(grouped, "{d} is not grouped: {answer}");
+        let (code, x) = stage.get(&format!("/v1/explain/{d}")).unwrap();
+        assert_eq!(code, 200, "{x}");
+        let x: serde_json::Value = serde_json::from_str(&x).unwrap();
+        assert_eq!(x["canonical_id"], got[d].1.as_str(), "{x}");
+    }
+
     // SIGTERM: drains, commits, exits 0
     stage.signal("TERM");
     assert_eq!(stage.wait(Duration::from_secs(30)), Some(0));

@@ -67,6 +67,9 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// The index at scale: N synthetic pages with the statistics of real ones, per method
     Index(super::bench_index::BenchIndexArgs),
+    /// Serving: result sets of ids through POST /v1/group, in the handler and over HTTP,
+    /// cached and uncached
+    Serve(super::bench_serve::BenchServeArgs),
 }
 
 #[derive(Deserialize)]
@@ -119,9 +122,16 @@ pub fn floor_pass(html: &str) -> usize {
 
 /// Runs `neardup bench`.
 pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
-    if let Some(BenchCommand::Index(a)) = args.command {
-        super::bench_index::run(a)?;
-        return Ok(Vec::new());
+    match args.command {
+        Some(BenchCommand::Index(a)) => {
+            super::bench_index::run(a)?;
+            return Ok(Vec::new());
+        }
+        Some(BenchCommand::Serve(a)) => {
+            super::bench_serve::run(a)?;
+            return Ok(Vec::new());
+        }
+        None => {}
     }
     let Some(corpus) = args.corpus.clone() else {
         anyhow::bail!("neardup bench needs --corpus FILE (or the subcommand `index`)");

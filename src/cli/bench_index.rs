@@ -33,6 +33,10 @@ pub struct BenchIndexArgs {
     /// removed after it)
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Keep each run's index as DIR/index-METHOD-N (for `neardup bench serve`, `serve`,
+    /// `explain`) instead of removing it
+    #[arg(long, requires = "dir")]
+    pub keep: bool,
     /// Stop a run after this many seconds of building and report how far it got
     #[arg(long)]
     pub max_seconds: Option<f64>,
@@ -348,7 +352,11 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
         let (Some(&n), Some(m)) = (args.docs.first(), args.methods.first()) else {
             bail!("--single needs one size and one method");
         };
-        let row = run_one(m, n, &base.path().join("index"), &args)?;
+        let at = match (&args.dir, args.keep) {
+            (Some(d), true) => d.join(format!("index-{m}-{n}")),
+            _ => base.path().join("index"),
+        };
+        let row = run_one(m, n, &at, &args)?;
         println!("{}", serde_json::to_string(&row)?);
         return Ok(vec![row]);
     }
@@ -372,7 +380,13 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
                 .arg("--seed")
                 .arg(args.seed.to_string())
                 .arg("--dir")
-                .arg(base.path());
+                .arg(match (&args.dir, args.keep) {
+                    (Some(d), true) => d.as_path(),
+                    _ => base.path(),
+                });
+            if args.keep {
+                cmd.arg("--keep");
+            }
             if let Some(s) = args.max_seconds {
                 cmd.arg("--max-seconds").arg(s.to_string());
             }

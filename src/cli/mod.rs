@@ -2,12 +2,16 @@
 
 pub mod bench;
 pub mod bench_index;
+pub mod bench_serve;
 pub mod bench_stage;
 pub mod dedup;
 pub mod eval;
+pub mod explain;
+pub mod group;
 pub mod index;
 pub mod input;
 pub mod run;
+pub mod serve;
 pub mod sign;
 pub mod synthetic;
 
@@ -51,13 +55,24 @@ pub enum Command {
     /// Operate on an index directory
     #[command(subcommand)]
     Index(index::IndexCommand),
+    /// Serve POST /v1/group and GET /v1/explain/{id} (and /metrics, /healthz, /readyz) over
+    /// an index another process may be writing, until SIGTERM
+    Serve(serve::ServeArgs),
+    /// Fold the near-duplicates of a result set (ids in an index and/or inline pages)
+    Group(group::GroupArgs),
+    /// Why a page was decided as it was: the stored decision, the canonical page, the
+    /// similarity, shared and unshared signatures; for two ids, every method's view
+    Explain(explain::ExplainArgs),
 }
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     // only the stage turns a stop signal into a clean stop; the other commands act on it as
     // any process does
-    if !matches!(cli.command, Command::Run(_) | Command::Replay(_)) {
+    if !matches!(
+        cli.command,
+        Command::Run(_) | Command::Replay(_) | Command::Serve(_)
+    ) {
         crate::signals::restore_default();
     }
     let file = crate::config::load_file(cli.config.as_deref())?;
@@ -69,5 +84,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(a) => run::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Replay(a) => run::replay(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
+        Command::Serve(a) => serve::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Group(a) => group::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Explain(a) => explain::run(a).map(|_| ExitCode::SUCCESS),
     }
 }

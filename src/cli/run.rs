@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::config::{
-    self, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, SignatureOptions,
-    StageOptions,
+    self, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, ServeOptions,
+    SignatureOptions, StageOptions,
 };
 use crate::stage::{self, Mode, StageSettings, StageSummary};
 
@@ -28,6 +28,9 @@ pub struct RunArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub signature: SignatureOptions,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub serve: ServeOptions,
     /// Parse and validate the configuration, print it as JSON (secrets redacted) and exit
     /// without connecting anywhere
     #[arg(long)]
@@ -58,14 +61,16 @@ fn settings(
         a.method.threshold,
         file,
     )?;
-    StageSettings::resolve(
+    let mut s = StageSettings::resolve(
         mode,
         &config::kafka_options(&a.kafka, file),
         &config::stage_options(&a.stage, file),
         &config::replay_options(replay, file),
         params,
         config::retention(&a.detect, file),
-    )
+    )?;
+    (s.serving, s.http) = config::serve_limits(&a.serve, file)?;
+    Ok(s)
 }
 
 fn go(s: StageSettings, check: bool) -> Result<Option<StageSummary>> {

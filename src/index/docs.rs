@@ -1,12 +1,12 @@
 //! The document store: one record per document id, with the stored decision.
 //!
-//! Value layout of a `docs` entry (record version 2; `varint` is LEB128, unsigned):
+//! Value layout of a `docs` entry (record version 3; `varint` is LEB128, unsigned):
 //!
 //! | field | encoding |
 //! |---|---|
-//! | record version | u8 = 2 |
+//! | record version | u8 = 3 (version 2, written by format 3, is the same without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
@@ -15,6 +15,7 @@
 //! | canonical id, canonical url | varint length + bytes each (length 0: none) |
 //! | similarity | f64 LE, if flagged |
 //! | hamming | varint, if flagged |
+//! | signature delta, if flagged | added: signatures as above; removed: signatures as above (every frequency 1) |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
 //! stream (least significant bit first, padded to a byte) holds for each signature the gap
@@ -25,7 +26,12 @@
 //! bytes at n = 100 instead of 8 (record version 1).
 //!
 //! Only unique documents carry their signatures (they are the durable copy of the
-//! in-memory lists); duplicates and skipped pages are stored without them.
+//! in-memory lists); skipped pages are stored without them. A duplicate carries its
+//! signatures as a delta from its canonical document's ([`SigDelta`]): the entries whose
+//! hash is not in the canonical set or whose frequency differs (with the duplicate's
+//! frequency), and the canonical hashes the duplicate lacks. At the similarities that make
+//! a duplicate this is a fraction of the full set, and it is what `explain` and the
+//! grouping of result sets read a duplicate's signatures from.
 
 use super::IndexError;
 use crate::signature::Signatures;
@@ -122,9 +128,78 @@ pub struct DocRecord {
     pub sigs: Signatures,
     /// The decision made when the page was first seen.
     pub decision: Decision,
+    /// A duplicate's signatures as a delta from its canonical document's.
+    pub delta: Option<SigDelta>,
 }
 
-const RECORD_VERSION: u8 = 2;
+/// A signature multiset as the difference from another (a duplicate's from its canonical's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SigDelta {
+    /// Entries whose hash is not in the base or whose frequency differs, with their own
+    /// frequency; ascending.
+    pub added: Vec<(u32, u32)>,
+    /// Hashes of the base that are not in the set; ascending.
+    pub removed: Vec<u32>,
+}
+
+impl SigDelta {
+    /// The delta that turns `base` into `set`.
+    pub fn between(set: &Signatures, base: &Signatures) -> SigDelta {
+        let (a, b) = (set.entries(), base.entries());
+        let mut d = SigDelta::default();
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+                d.added.push(a[i]);
+                i += 1;
+            } else if i == a.len() || b[j].0 < a[i].0 {
+                d.removed.push(b[j].0);
+                j += 1;
+            } else {
+                if a[i].1 != b[j].1 {
+                    d.added.push(a[i]);
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+        d
+    }
+
+    /// `base` changed by the delta; `None` if the delta does not fit `base` (it removes a
+    /// hash `base` lacks).
+    pub fn apply(&self, base: &Signatures) -> Option<Signatures> {
+        let b = base.entries();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(b.len() + self.added.len());
+        let (mut i, mut r) = (0, 0);
+        for &(h, f) in b {
+            if r < self.removed.len() && self.removed[r] < h {
+                return None; // removes a hash the base does not have
+            }
+            if r < self.removed.len() && self.removed[r] == h {
+                r += 1;
+                continue;
+            }
+            while i < self.added.len() && self.added[i].0 < h {
+                out.push(self.added[i]);
+                i += 1;
+            }
+            if i < self.added.len() && self.added[i].0 == h {
+                out.push(self.added[i]);
+                i += 1;
+            } else {
+                out.push((h, f));
+            }
+        }
+        if r < self.removed.len() {
+            return None;
+        }
+        out.extend_from_slice(&self.added[i..]);
+        Signatures::from_entries(out)
+    }
+}
+
+const RECORD_VERSION: u8 = 3;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -231,7 +306,11 @@ impl DocRecord {
             DecisionKind::Duplicate => 1,
             DecisionKind::Skipped => 2,
         });
-        out.push(u8::from(d.similarity.is_some()) | (u8::from(d.hamming.is_some()) << 1));
+        out.push(
+            u8::from(d.similarity.is_some())
+                | (u8::from(d.hamming.is_some()) << 1)
+                | (u8::from(self.delta.is_some()) << 2),
+        );
         out.push(match d.found_by {
             None => 0,
             Some(Found::AlgG) => 1,
@@ -257,6 +336,11 @@ impl DocRecord {
         if let Some(h) = d.hamming {
             put_varint(&mut out, u64::from(h));
         }
+        if let Some(delta) = &self.delta {
+            put_sigs(&mut out, &delta.added);
+            let removed: Vec<(u32, u32)> = delta.removed.iter().map(|&h| (h, 1)).collect();
+            put_sigs(&mut out, &removed);
+        }
         out
     }
 
@@ -266,7 +350,7 @@ impl DocRecord {
         let head = r.head()?;
         let first_seen = r.first_seen()?;
         let fingerprint = r.fingerprint()?;
-        let mut entries = Vec::new();
+        let mut entries = Vec::with_capacity(r.sig_count_hint());
         r.sigs(&mut |h, f| entries.push((h, f)))?;
         let sigs = Signatures::from_entries(entries)
             .ok_or_else(|| IndexError::Corrupt("signatures not sorted".into()))?;
@@ -287,6 +371,15 @@ impl DocRecord {
         } else {
             None
         };
+        let delta = if head.flags & 4 != 0 {
+            let mut added = Vec::new();
+            r.sigs(&mut |h, f| added.push((h, f)))?;
+            let mut removed = Vec::new();
+            r.sigs(&mut |h, _| removed.push(h))?;
+            Some(SigDelta { added, removed })
+        } else {
+            None
+        };
         if r.at != bytes.len() {
             return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
         }
@@ -304,6 +397,7 @@ impl DocRecord {
                 hamming,
                 found_by: head.found_by,
             },
+            delta,
         })
     }
 
@@ -359,7 +453,7 @@ impl Reader<'_> {
     }
     fn head(&mut self) -> Result<Head, IndexError> {
         let version = self.u8()?;
-        if version != RECORD_VERSION {
+        if version != RECORD_VERSION && version != 2 {
             return Err(IndexError::Corrupt(format!("doc record version {version}")));
         }
         let kind = match self.u8()? {
@@ -396,6 +490,17 @@ impl Reader<'_> {
             })
             .collect()
     }
+    /// The count of the signature list that starts here, bounded by the record's size
+    /// (a capacity hint; nothing is consumed).
+    fn sig_count_hint(&self) -> usize {
+        let mut peek = Reader {
+            b: self.b,
+            at: self.at,
+        };
+        peek.varint()
+            .map_or(0, |n| n.min(self.b.len() as u64 * 4) as usize)
+    }
+
     /// Decodes the signatures, calling `each(hash, freq)` in ascending order.
     fn sigs(&mut self, each: &mut dyn FnMut(u32, u32)) -> Result<(), IndexError> {
         let n = self.varint()?;
@@ -493,6 +598,10 @@ mod tests {
                 hamming: Some(3),
                 found_by: Some(Found::AlgG),
             },
+            delta: Some(SigDelta {
+                added: vec![(4, 1), (9, 3)],
+                removed: vec![5],
+            }),
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
@@ -505,6 +614,7 @@ mod tests {
         let plain = DocRecord {
             decision: Decision::plain(DecisionKind::Skipped),
             sigs: Signatures::default(),
+            delta: None,
             ..rec
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
@@ -518,6 +628,7 @@ mod tests {
             fingerprint: vec![1],
             sigs: Signatures::from_entries(entries.clone()).unwrap(),
             decision: Decision::plain(DecisionKind::Unique),
+            delta: None,
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
@@ -529,7 +640,30 @@ mod tests {
         }
     }
 
+    fn multiset() -> impl proptest::strategy::Strategy<Value = Signatures> {
+        use proptest::strategy::Strategy;
+        proptest::collection::btree_map(0u32..400, 1u32..4, 0..120)
+            .prop_map(|m| Signatures::from_entries(m.into_iter().collect()).unwrap())
+    }
+
     proptest::proptest! {
+        #[test]
+        fn delta_applies_back(set in multiset(), base in multiset()) {
+            let d = SigDelta::between(&set, &base);
+            proptest::prop_assert_eq!(d.apply(&base), Some(set.clone()));
+            // the delta survives the record encoding
+            let rec = DocRecord {
+                id: "x".into(),
+                url: "u".into(),
+                first_seen: 0,
+                fingerprint: vec![1],
+                sigs: Signatures::default(),
+                decision: Decision::plain(DecisionKind::Duplicate),
+                delta: Some(d.clone()),
+            };
+            proptest::prop_assert_eq!(DocRecord::decode(&rec.encode()).unwrap().delta, Some(d));
+        }
+
         #[test]
         fn signatures_roundtrip(
             set in proptest::collection::btree_map(proptest::num::u32::ANY, 1u32..5, 0..300)
@@ -561,6 +695,12 @@ mod tests {
         assert!(DocRecord::decode(&[2, 0, 0, 0, 0, 0, 5, 0]).is_err());
         assert!(DocRecord::decode(&[2, 0, 0, 0, 0, 0, 0xff, 0xff, 0x7f, 3, 0xff]).is_err());
         assert!(DocRecord::decode(&[1, 0]).is_err());
+        // a delta that removes what the base lacks does not apply
+        let d = SigDelta {
+            added: vec![],
+            removed: vec![7],
+        };
+        assert_eq!(d.apply(&Signatures::from_hashes(vec![1, 2])), None);
         assert!(DocRecord::decode(&[]).is_err());
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 3)
+//! # Key layout (format version 4)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -17,7 +17,8 @@
 //! | `stage` | owned by the streaming stage (checkpoints) | |
 //!
 //! Only `unique` documents have entries in `alg_g` and `alg_h` and a signature set in their
-//! `docs` record; every decided document has a `docs` and an `ids` entry, so a repeated id
+//! `docs` record (a duplicate's record holds its signatures as a delta from its canonical
+//! document's); every decided document has a `docs` and an `ids` entry, so a repeated id
 //! gets its stored decision. The exact-Jaccard lists ([`lists`]) are held in memory and
 //! rebuilt from the unique documents' signature sets when the index is opened: the `docs`
 //! family is their durable copy (format 2 kept them in a `lists` family on disk).
@@ -26,14 +27,17 @@ pub mod alg_g;
 pub mod alg_h;
 pub mod docs;
 pub mod lists;
+pub mod reader;
 pub mod store;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use docs::{Decision, DecisionKind, DocRecord, Found};
+pub use docs::{Decision, DecisionKind, DocRecord, Found, SigDelta};
+pub use reader::{IndexReader, StoredSigs};
 pub use store::{
     Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
 };
@@ -45,7 +49,13 @@ use crate::signature::{Measure, SignatureConfig, Signatures};
 /// functions, the text extraction), and an index of another version is refused.
 /// Version 2: main-region extraction with boilerplate and layout containers.
 /// Version 3: the exact-Jaccard lists are in memory, rebuilt from `docs` (no `lists` family).
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4: doc record version 3 (a duplicate's signatures as a delta from its canonical
+/// document's). A version-3 index is read as it is (its records are version 2, which this
+/// build reads) and marked version 4 when opened for writing.
+pub const FORMAT_VERSION: u32 = 4;
+
+/// Format versions this build reads without a rebuild.
+pub const READABLE_FORMATS: [u32; 2] = [3, 4];
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -200,7 +210,7 @@ pub struct IndexStats {
 
 /// The index: a store plus the structures the parameters select.
 pub struct Index {
-    store: Box<dyn Store>,
+    store: Arc<dyn Store>,
     params: IndexParams,
     alg_g: Option<alg_g::AlgG>,
     alg_h: Option<alg_h::AlgH>,
@@ -273,7 +283,7 @@ impl Index {
                         .try_into()
                         .map_err(|_| IndexError::Corrupt("format version".into()))?,
                 );
-                if found != FORMAT_VERSION {
+                if !READABLE_FORMATS.contains(&found) {
                     return Err(IndexError::FormatMismatch {
                         found,
                         expected: FORMAT_VERSION,
@@ -284,6 +294,12 @@ impl Index {
                     return Err(IndexError::ParamsMismatch {
                         differences: diff_params(&stored, &params),
                     });
+                }
+                if found != FORMAT_VERSION {
+                    // every record of the older version reads as it is
+                    let mut b = Batch::default();
+                    b.put(Family::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
+                    store.write(b)?;
                 }
             }
             None => {
@@ -333,7 +349,7 @@ impl Index {
         Self::open(Box::new(MemoryStore::new()), params)
     }
 
-    fn stored_params(store: &dyn Store) -> Result<Option<IndexParams>, IndexError> {
+    pub(crate) fn stored_params(store: &dyn Store) -> Result<Option<IndexParams>, IndexError> {
         match store.get(Family::Meta, META_PARAMS)? {
             None => Ok(None),
             Some(v) => serde_json::from_slice(&v)
@@ -382,7 +398,7 @@ impl Index {
             None => 0,
         };
         let mut index = Index {
-            store,
+            store: Arc::from(store),
             params,
             alg_g,
             alg_h,
@@ -449,24 +465,18 @@ impl Index {
 
     /// The stored record of document `id`, if it was decided before.
     pub fn find_id(&self, id: &str) -> Result<Option<DocRecord>, IndexError> {
-        match self.store.get(Family::Ids, id.as_bytes())? {
-            None => Ok(None),
-            Some(num) => {
-                let num: [u8; 8] = num
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| IndexError::Corrupt("ids entry".into()))?;
-                self.doc(u64::from_be_bytes(num))
-            }
-        }
+        Ok(reader::find_id(self.store.as_ref(), id)?.map(|(_, rec)| rec))
     }
 
     /// The record of internal document `num`.
     pub fn doc(&self, num: u64) -> Result<Option<DocRecord>, IndexError> {
-        match self.store.get(Family::Docs, &num.to_be_bytes())? {
-            None => Ok(None),
-            Some(v) => DocRecord::decode(&v).map(Some),
-        }
+        reader::doc(self.store.as_ref(), num)
+    }
+
+    /// A reader of the stored documents that other threads can use while this index
+    /// decides (it shares the store).
+    pub fn reader(&self) -> IndexReader {
+        IndexReader::new(Arc::clone(&self.store), self.params.clone())
     }
 
     /// Candidates from the fingerprint index (alg.G or alg.H), if the method has one.

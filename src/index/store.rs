@@ -256,6 +256,17 @@ pub trait Store: Send + Sync {
     /// Reads the value of `key` in `family`.
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// Reads many keys of one family at once (one batched lookup in RocksDB).
+    fn get_many(&self, family: Family, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        keys.iter().map(|k| self.get(family, k)).collect()
+    }
+
+    /// A read-only follower of another process's store reads what that process wrote
+    /// since it opened or last caught up; every other store is always current.
+    fn catch_up(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Visits the entries with lo <= key < hi in ascending key order; stops early when `visit` returns false.
     ///
     /// An empty range (`lo >= hi`) visits nothing.
@@ -380,6 +391,8 @@ impl Store for MemoryStore {
 pub struct RocksStore {
     db: DB,
     path: PathBuf,
+    /// Opened as a read-only follower ([`RocksStore::open_secondary`]).
+    secondary: bool,
 }
 
 impl std::fmt::Debug for RocksStore {
@@ -392,9 +405,21 @@ impl std::fmt::Debug for RocksStore {
 
 /// Database and column family options, shared by every family.
 fn options() -> Options {
+    options_with(None)
+}
+
+/// [`options`] with a block cache shared by every family (else RocksDB's default).
+fn options_with(cache: Option<&rocksdb::Cache>) -> Options {
     let mut table = BlockBasedOptions::default();
+    if let Some(c) = cache {
+        table.set_block_cache(c);
+    }
     // 10 bits per key: about 1% false positives for point reads.
     table.set_bloom_filter(10.0, false);
+    // a hash index in each data block: a point read finds its key without the binary
+    // search and the scan after it (a data block written without one reads as before)
+    table.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
+    table.set_data_block_hash_ratio(0.75);
 
     let mut opts = Options::default();
     opts.create_if_missing(true);
@@ -442,6 +467,52 @@ impl RocksStore {
         let store = RocksStore {
             db,
             path: path.to_path_buf(),
+            secondary: false,
+        };
+        for f in Family::ALL {
+            store.cf(f)?;
+        }
+        Ok(store)
+    }
+
+    /// Opens the database at `path`, which another process may be writing, as a read-only
+    /// follower (a RocksDB secondary instance, its own files in `own`): it sees what the
+    /// writer had written when it opened, and more after each [`Store::catch_up`]. Writes
+    /// are refused.
+    ///
+    /// `block_cache` bytes of uncompressed blocks are cached (shared by the families): a
+    /// serving process reads documents at random, and a read that misses the cache costs a
+    /// block read and its decompression.
+    pub fn open_secondary(
+        path: &Path,
+        own: &Path,
+        block_cache: usize,
+    ) -> Result<RocksStore, StoreError> {
+        if !path.join("CURRENT").exists() {
+            return Err(StoreError::Corrupt(format!(
+                "{} is not an index directory",
+                path.display()
+            )));
+        }
+        std::fs::create_dir_all(own).map_err(|source| StoreError::CreateDir {
+            path: own.to_path_buf(),
+            source,
+        })?;
+        let cache = rocksdb::Cache::new_lru_cache(block_cache);
+        let mut opts = options_with(Some(&cache));
+        opts.create_if_missing(false);
+        opts.create_missing_column_families(false);
+        // a secondary instance keeps every table file open
+        opts.set_max_open_files(-1);
+        let names = DB::list_cf(&opts, path)?;
+        let descriptors = names
+            .into_iter()
+            .map(|name| ColumnFamilyDescriptor::new(name, options_with(Some(&cache))));
+        let db = DB::open_cf_descriptors_as_secondary(&opts, path, own, descriptors)?;
+        let store = RocksStore {
+            db,
+            path: path.to_path_buf(),
+            secondary: true,
         };
         for f in Family::ALL {
             store.cf(f)?;
@@ -477,6 +548,22 @@ impl RocksStore {
 }
 
 impl Store for RocksStore {
+    fn get_many(&self, family: Family, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+        let cf = self.cf(family)?;
+        self.db
+            .batched_multi_get_cf(cf, keys.iter().copied(), false)
+            .into_iter()
+            .map(|r| r.map(|v| v.map(|p| p.to_vec())).map_err(StoreError::from))
+            .collect()
+    }
+
+    fn catch_up(&self) -> Result<(), StoreError> {
+        if self.secondary {
+            self.db.try_catch_up_with_primary()?;
+        }
+        Ok(())
+    }
+
     fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.db.get_cf(self.cf(family)?, key)?)
     }

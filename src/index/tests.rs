@@ -9,6 +9,7 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
         fingerprint: vec![fp],
         sigs: Signatures::from_hashes(hashes),
         decision: Decision::plain(kind),
+        delta: None,
     }
 }
 
@@ -213,4 +214,72 @@ fn bad_parameters_are_refused() {
     ] {
         assert!(Index::memory(p).is_err());
     }
+}
+
+/// A format-3 index (records of version 2, duplicates without signatures) opens, keeps its
+/// documents, says why a duplicate has no signatures, and is marked format 4.
+#[test]
+fn format_3_is_read_and_marked_4() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
+        idx.put(&rec("a", 1, DecisionKind::Unique, (0..40).collect(), 1))
+            .unwrap();
+        // a duplicate as format 3 wrote it: version-2 record, no delta
+        let mut d = rec("b", 2, DecisionKind::Duplicate, vec![], 1);
+        d.decision.canonical_id = Some("a".into());
+        let mut bytes = d.encode_with(false);
+        bytes[0] = 2;
+        let mut b = Batch::default();
+        b.put(Family::Docs, &1u64.to_be_bytes(), &bytes);
+        b.put(Family::Ids, b"b", &1u64.to_be_bytes());
+        b.put(Family::Meta, META_NEXT_DOC, &2u64.to_be_bytes());
+        b.put(Family::Meta, META_FORMAT, &3u32.to_be_bytes());
+        idx.store().write(b).unwrap();
+    }
+    let idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
+    let v = idx.store().get(Family::Meta, META_FORMAT).unwrap().unwrap();
+    assert_eq!(v, FORMAT_VERSION.to_be_bytes());
+    let r = idx.reader();
+    let (_, b) = r.find_id("b").unwrap().unwrap();
+    assert!(
+        matches!(r.signatures(&b).unwrap(), StoredSigs::Unavailable(why) if why.contains("format 3"))
+    );
+    let (_, a) = r.find_id("a").unwrap().unwrap();
+    assert_eq!(r.signatures(&a).unwrap().get().unwrap().set_len(), 40);
+}
+
+/// A duplicate decided now carries its signatures as a delta that rebuilds them exactly.
+#[test]
+fn duplicates_keep_their_signatures_as_a_delta() {
+    let mut dd =
+        crate::dedup::Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+    let page = |id| crate::dedup::PageRef {
+        id,
+        url: "u",
+        first_seen: 0,
+    };
+    let base: Vec<u32> = (0..100).collect();
+    let near: Vec<u32> = (5..108).collect();
+    let signed = |h: &Vec<u32>| crate::signature::Signed {
+        sigs: Signatures::from_hashes(h.clone()),
+        fingerprint: vec![7],
+        ..Default::default()
+    };
+    dd.decide(page("a"), &signed(&base)).unwrap();
+    let out = dd.decide(page("b"), &signed(&near)).unwrap();
+    assert_eq!(out.decision.kind, DecisionKind::Duplicate);
+    let r = dd.index().reader();
+    let (_, b) = r.find_id("b").unwrap().unwrap();
+    assert!(b.delta.as_ref().unwrap().added.len() + b.delta.as_ref().unwrap().removed.len() == 13);
+    assert_eq!(
+        r.signatures(&b).unwrap(),
+        StoredSigs::FromCanonical(Signatures::from_hashes(near.clone()))
+    );
+    let many = r
+        .signatures_many(vec![r.find_id("a").unwrap().map(|x| x.1), Some(b), None])
+        .unwrap();
+    assert_eq!(many[0].get().unwrap().set_len(), 100);
+    assert_eq!(many[1].get().unwrap(), &Signatures::from_hashes(near));
+    assert!(matches!(many[2], StoredSigs::Unavailable(_)));
 }

@@ -287,6 +287,43 @@ impl Signer {
         self.tokens(&text, &mut tokens);
         spotsigs::spotsig_strings(&tokens, self.spot)
     }
+
+    /// Signs plain text (no markup): every non-empty line is a block, all of them signed.
+    /// For texts given inline, e.g. a result set's snippets or bodies.
+    pub fn sign_text(&self, plain: &str) -> Signed {
+        let mut tokens = Tokens::default();
+        self.text_tokens(plain, &mut tokens);
+        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
+        Signed {
+            text: Stripped {
+                text: plain.to_string(),
+                ..Stripped::default()
+            },
+            sigs,
+            fingerprint: fp,
+            tokens: tokens.len(),
+        }
+    }
+
+    /// The signatures of plain text as strings ([`Signer::sign_text`]'s blocks).
+    pub fn text_signature_strings(&self, plain: &str) -> Vec<String> {
+        let mut tokens = Tokens::default();
+        self.text_tokens(plain, &mut tokens);
+        spotsigs::spotsig_strings(&tokens, self.spot)
+    }
+
+    fn text_tokens(&self, plain: &str, out: &mut Tokens) {
+        out.clear();
+        for line in plain.lines().filter(|l| !l.trim().is_empty()) {
+            self.tokenizer.push_block(line, out);
+        }
+    }
+
+    /// The hash a signature string has in a signature set (`antecedent:t1:…:tc`).
+    pub fn signature_hash(s: &str) -> u32 {
+        crc32fast::hash(s.as_bytes())
+    }
 }
 
 #[cfg(test)]

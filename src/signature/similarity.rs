@@ -107,6 +107,30 @@ pub fn reaches(inter: u64, ma: u64, mb: u64, tau: f64) -> bool {
     union > 0 && inter as f64 >= tau * union as f64
 }
 
+/// The least intersection mass `i ≤ min(ma, mb)` with `reaches(i, ma, mb, τ)`, if any.
+/// Found from the real-valued bound `τ(ma+mb)/(1+τ)` and settled with `reaches` itself, so
+/// it agrees with it exactly.
+pub fn least_reaching(ma: u64, mb: u64, tau: f64) -> Option<u64> {
+    let top = ma.min(mb);
+    let guess = ((tau * (ma + mb) as f64) / (1.0 + tau)).floor();
+    let mut i = if guess.is_finite() && guess > 0.0 {
+        (guess as u64).min(top)
+    } else {
+        0
+    };
+    // step down while the one below still reaches, then up until it does
+    while i > 0 && reaches(i - 1, ma, mb, tau) {
+        i -= 1;
+    }
+    while !reaches(i, ma, mb, tau) {
+        if i >= top {
+            return None;
+        }
+        i += 1;
+    }
+    Some(i)
+}
+
 /// Whether `similarity(a, b) ≥ τ`, merging only as far as needed: it stops as soon as τ is
 /// certain (the intersection so far already reaches it) or out of reach (even if every
 /// remaining element matched it could not). Always equal to
@@ -116,13 +140,18 @@ pub fn similarity_at_least<T: Item>(a: &[T], b: &[T], m: Measure, tau: f64) -> b
     if !length_bound(ma, mb, tau) && tau > 0.0 {
         return false;
     }
+    // the least intersection that reaches τ (`reaches` is monotone in the intersection):
+    // the merge then compares integers only
+    let Some(need) = least_reaching(ma, mb, tau) else {
+        return false;
+    };
     let (mut ra, mut rb) = (ma, mb);
     let (mut i, mut j, mut inter) = (0, 0, 0u64);
     loop {
-        if reaches(inter, ma, mb, tau) {
+        if inter >= need {
             return true;
         }
-        if !reaches(inter + ra.min(rb), ma, mb, tau) {
+        if inter + ra.min(rb) < need {
             return false;
         }
         if i == a.len() || j == b.len() {
@@ -146,10 +175,227 @@ pub fn similarity_at_least<T: Item>(a: &[T], b: &[T], m: Measure, tau: f64) -> b
     }
 }
 
+/// Union-find over set indices, smaller index as the root.
+struct Components(Vec<usize>);
+
+impl Components {
+    fn new(n: usize) -> Components {
+        Components((0..n).collect())
+    }
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.0[x] != x {
+            self.0[x] = self.0[self.0[x]];
+            x = self.0[x];
+        }
+        x
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        self.0[ra.max(rb)] = ra.min(rb);
+    }
+    /// The components of two or more members, ascending, ordered by first member.
+    fn groups(mut self) -> Vec<Vec<usize>> {
+        let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for i in 0..self.0.len() {
+            let r = self.find(i);
+            groups.entry(r).or_default().push(i);
+        }
+        let mut out: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+        out.sort_by_key(|g| g[0]);
+        out
+    }
+}
+
 /// Result-set deduplication: the groups (two or more members, ascending indices, ordered by
 /// first member) of `sets` connected by pairs with similarity ≥ τ (single linkage).
-/// Pairs are visited in ascending mass and skipped by the length bound.
+///
+/// For the Jaccard measure only pairs that share a signature in their prefixes are
+/// verified (prefix filtering, All-Pairs): in one global order of the signatures, rarest
+/// in the request first, two sets with `J ≥ τ` share at least `⌈τ·max(|a|,|b|)⌉`
+/// signatures, so their prefixes of `|x| − ⌈τ·|x|⌉ + 1` signatures meet. A set whose
+/// prefix holds only its own signatures is no candidate; pairs are verified once, and not
+/// at all once in one group. Equal to [`group_pairwise`], which the weighted measure (and
+/// τ ≤ 0) uses.
 pub fn group<T: Item>(sets: &[&[T]], m: Measure, tau: f64) -> Vec<Vec<usize>> {
+    if m != Measure::Jaccard || tau <= 0.0 || sets.len() < 2 || sets.len() > u32::MAX as usize {
+        return group_pairwise(sets, m, tau);
+    }
+    // the table is reused by the thread's next call (no allocation, no page faults)
+    thread_local! {
+        static TABLE: std::cell::RefCell<KeyTable> = std::cell::RefCell::new(KeyTable::new(0));
+    }
+    TABLE.with(|t| match t.try_borrow_mut() {
+        Ok(mut table) => group_with(&mut table, sets, m, tau),
+        Err(_) => group_with(&mut KeyTable::new(0), sets, m, tau),
+    })
+}
+
+fn group_with<T: Item>(
+    table: &mut KeyTable,
+    sets: &[&[T]],
+    m: Measure,
+    tau: f64,
+) -> Vec<Vec<usize>> {
+    let n = sets.len();
+    // how many sets hold each signature, estimated from above by a sketch of counters
+    // (colliding signatures add up): the global order is (estimate, hash), rarest first.
+    // Any order that is the same for every set keeps prefix filtering exact; this one puts
+    // the signatures common in the result set last, so they rarely make candidates.
+    table.sketch.fill(0);
+    for s in sets {
+        for x in s.iter() {
+            let c = &mut table.sketch[KeyTable::cell(x.key())];
+            *c = c.saturating_add(1);
+        }
+    }
+    let total: usize = sets.iter().map(|s| s.len()).sum();
+    table.reset(total);
+    let mut shared: Vec<(u8, u32)> = Vec::new();
+    for (i, s) in sets.iter().enumerate() {
+        // a slightly longer prefix is always safe: round the overlap bound down
+        let overlap = ((tau * s.len() as f64) - 1e-9).ceil().max(0.0) as usize;
+        let prefix = (s.len() + 1).saturating_sub(overlap).min(s.len());
+        shared.clear();
+        for x in s.iter() {
+            let est = table.sketch[KeyTable::cell(x.key())];
+            if est > 1 {
+                shared.push((est, x.key()));
+            }
+        }
+        // an estimate of 1 is exact: only this set holds the signature
+        let own = s.len() - shared.len();
+        if own >= prefix {
+            continue; // its whole prefix is its own: it reaches τ with no other set
+        }
+        let take = prefix - own;
+        if take < shared.len() {
+            shared.select_nth_unstable(take);
+            shared.truncate(take);
+        }
+        for &(_, key) in &shared {
+            table.post(key, i as u32);
+        }
+    }
+    let mut comps = Components::new(n);
+    let mut tried = vec![false; n * n];
+    let mut members: Vec<u32> = Vec::new();
+    let posted = table.posted();
+    for head in posted {
+        table.members(head, &mut members);
+        members.sort_unstable();
+        for (a, &i) in members.iter().enumerate() {
+            for &j in &members[a + 1..] {
+                let (i, j) = (i as usize, j as usize);
+                if std::mem::replace(&mut tried[i * n + j], true) {
+                    continue;
+                }
+                if comps.find(i) != comps.find(j) && similarity_at_least(sets[i], sets[j], m, tau) {
+                    comps.union(i, j);
+                }
+            }
+        }
+    }
+    comps.groups()
+}
+
+/// An open-addressing table of the prefix signatures of one request: how many prefixes
+/// hold each, and which (a linked list in one arena, no allocation per key).
+struct KeyTable {
+    /// `(key, df, head of the posting list + 1, 0 = none)`; `df == 0` marks an empty slot.
+    slots: Vec<(u32, u32, u32)>,
+    mask: usize,
+    /// Slots in use (cleared by the next reset).
+    used: Vec<u32>,
+    /// `(set, next + 1)`.
+    arena: Vec<(u32, u32)>,
+    /// Slots with a posting list.
+    heads: Vec<u32>,
+    /// Saturating counters of the signatures' sets, by [`KeyTable::cell`].
+    sketch: Vec<u8>,
+}
+
+impl KeyTable {
+    fn new(keys: usize) -> KeyTable {
+        let cap = (keys * 2).next_power_of_two().max(16);
+        KeyTable {
+            slots: vec![(0, 0, 0); cap],
+            mask: cap - 1,
+            used: Vec::new(),
+            arena: Vec::new(),
+            heads: Vec::new(),
+            sketch: vec![0; 1 << 16],
+        }
+    }
+    /// The sketch counter of a signature.
+    #[inline]
+    fn cell(key: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B1) >> 16) as usize
+    }
+    /// Empties the table for `keys` keys (at most half full).
+    fn reset(&mut self, keys: usize) {
+        if keys * 2 > self.slots.len() {
+            let sketch = std::mem::take(&mut self.sketch);
+            *self = KeyTable::new(keys);
+            self.sketch = sketch;
+            return;
+        }
+        for &at in &self.used {
+            self.slots[at as usize] = (0, 0, 0);
+        }
+        self.used.clear();
+        self.arena.clear();
+        self.heads.clear();
+    }
+    #[inline]
+    fn slot(&self, key: u32) -> usize {
+        let mut at = (key.wrapping_mul(0x9E37_79B1) as usize) & self.mask;
+        loop {
+            let (k, df, _) = self.slots[at];
+            if df == 0 || k == key {
+                return at;
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+    fn post(&mut self, key: u32, set: u32) {
+        let at = self.slot(key);
+        if self.slots[at].1 == 0 {
+            self.used.push(at as u32);
+            self.slots[at].0 = key;
+        }
+        self.slots[at].1 += 1;
+        let head = self.slots[at].2;
+        if head == 0 {
+            self.heads.push(at as u32);
+        }
+        self.arena.push((set, head));
+        self.slots[at].2 = self.arena.len() as u32;
+    }
+    /// The slots with two or more sets in their posting list.
+    fn posted(&self) -> Vec<u32> {
+        self.heads
+            .iter()
+            .copied()
+            .filter(|&at| {
+                let head = self.slots[at as usize].2;
+                self.arena[head as usize - 1].1 != 0
+            })
+            .collect()
+    }
+    fn members(&self, at: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let mut next = self.slots[at as usize].2;
+        while next != 0 {
+            let (set, n) = self.arena[next as usize - 1];
+            out.push(set);
+            next = n;
+        }
+    }
+}
+
+/// [`group`] by verifying every pair within the length bound (visited in ascending mass):
+/// the reference the prefix-filtered version is tested against.
+pub fn group_pairwise<T: Item>(sets: &[&[T]], m: Measure, tau: f64) -> Vec<Vec<usize>> {
     let masses: Vec<u64> = sets.iter().map(|s| mass(s, m)).collect();
     let mut order: Vec<usize> = (0..sets.len()).collect();
     order.sort_by_key(|&i| masses[i]);
@@ -176,12 +422,8 @@ pub fn group<T: Item>(sets: &[&[T]], m: Measure, tau: f64) -> Vec<Vec<usize>> {
             }
         }
     }
-    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
     for i in 0..sets.len() {
-        let r = find(&mut parent, i);
-        groups.entry(r).or_default().push(i);
+        find(&mut parent, i);
     }
-    let mut out: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
-    out.sort_by_key(|g| g[0]);
-    out
+    Components(parent).groups()
 }

@@ -125,6 +125,93 @@ fn grouping_finds_connected_near_duplicates() {
     assert!(group(&sets, Measure::Jaccard, 0.95).is_empty());
 }
 
+/// Connected components of the pairs with similarity ≥ τ, by the full similarity of every
+/// pair: what `group` must equal.
+fn brute_force_groups(sets: &[&[u32]], tau: f64) -> Vec<Vec<usize>> {
+    let n = sets.len();
+    let mut comp: Vec<usize> = (0..n).collect();
+    for i in 0..n {
+        for j in i + 1..n {
+            let (a, b) = (sets[i], sets[j]);
+            let inter = crate::signature::similarity::intersection(a, b, Measure::Jaccard);
+            if crate::signature::similarity::reaches(inter, a.len() as u64, b.len() as u64, tau) {
+                let (ci, cj) = (comp[i], comp[j]);
+                for c in comp.iter_mut() {
+                    if *c == cj {
+                        *c = ci;
+                    }
+                }
+            }
+        }
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for (i, c) in comp.into_iter().enumerate() {
+        groups.entry(c).or_default().push(i);
+    }
+    let mut out: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    out.sort_by_key(|g| g[0]);
+    out
+}
+
+/// Result sets as they come: stories with edited copies, and unrelated pages.
+fn result_set() -> impl Strategy<Value = Vec<Vec<u32>>> {
+    let story = (prop::collection::btree_set(0u32..400, 1..40), 1usize..4);
+    prop::collection::vec(story, 1..12).prop_flat_map(|stories| {
+        let copies: Vec<_> = stories
+            .into_iter()
+            .map(|(base, k)| {
+                let base: Vec<u32> = base.into_iter().collect();
+                prop::collection::vec(
+                    (
+                        prop::collection::vec(any::<bool>(), base.len()),
+                        prop::collection::btree_set(400u32..460, 0..6),
+                    ),
+                    k,
+                )
+                .prop_map(move |edits| {
+                    edits
+                        .into_iter()
+                        .map(|(keep, extra)| {
+                            let mut s: Vec<u32> = base
+                                .iter()
+                                .zip(&keep)
+                                .filter(|(_, k)| **k || base.len() < 4)
+                                .map(|(x, _)| *x)
+                                .chain(extra)
+                                .collect();
+                            s.sort_unstable();
+                            s.dedup();
+                            s
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        copies.prop_map(|v: Vec<Vec<Vec<u32>>>| v.into_iter().flatten().collect())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn least_reaching_is_the_least(ma in 0u64..400, mb in 0u64..400, tau in 0.0f64..=1.0) {
+        let want = (0..=ma.min(mb)).find(|&i| reaches(i, ma, mb, tau));
+        prop_assert_eq!(crate::signature::similarity::least_reaching(ma, mb, tau), want);
+    }
+
+    #[test]
+    fn grouping_equals_brute_force(sets in result_set(), tau in 0.05f64..1.0) {
+        let refs: Vec<&[u32]> = sets.iter().map(|s| s.as_slice()).collect();
+        let want = brute_force_groups(&refs, tau);
+        prop_assert_eq!(group(&refs, Measure::Jaccard, tau), want.clone());
+        prop_assert_eq!(
+            crate::signature::similarity::group_pairwise(&refs, Measure::Jaccard, tau),
+            want
+        );
+    }
+}
+
 fn multiset() -> impl Strategy<Value = Vec<(u32, u32)>> {
     prop::collection::btree_map(0u32..60, 1u32..4, 0..40).prop_map(|m| m.into_iter().collect())
 }

@@ -46,7 +46,9 @@ use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
 use crate::dedup::{prepare, Deduplicator, PrepareTimes, Prepared};
+use crate::http::{AppState, ServiceSlot};
 use crate::index::{Index, IndexError};
+use crate::serving::Service;
 use crate::telemetry::{self as tm, Health};
 pub use settings::{Membership, Mode, StageSettings, Start};
 
@@ -181,20 +183,30 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
     let started = Instant::now();
     let health = Arc::new(Health::default());
     let metrics = tm::metrics_handle()?;
+    let service: Arc<ServiceSlot> = Arc::default();
     let http = match s.listen {
         Some(addr) => {
-            let l = tm::bind(addr).await?;
-            info!(address = %addr, "serving /metrics, /healthz, /readyz");
-            Some(tokio::spawn(tm::serve(
+            let l = crate::http::bind(addr).await?;
+            info!(address = %addr, "serving /metrics, /healthz, /readyz, /v1/group, /v1/explain");
+            let state = AppState {
+                health: Arc::clone(&health),
+                metrics: metrics.clone(),
+                service: Arc::clone(&service),
+            };
+            let limits = s.http;
+            let app = crate::http::router(state, limits);
+            Some(tokio::spawn(crate::http::serve(
                 l,
-                Arc::clone(&health),
-                metrics.clone(),
+                app,
+                limits,
+                std::future::pending(),
+                Duration::ZERO,
             )))
         }
         None => None,
     };
     health.publish();
-    let result = stage(&s, &health, started).await;
+    let result = stage(&s, &health, &service, started).await;
     if let Err(e) = &result {
         let why = format!("{e:#}");
         health.fail(&why);
@@ -214,7 +226,12 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
 }
 
 /// The stage proper, between opening the index and the final commit.
-async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Result<StageSummary> {
+async fn stage(
+    s: &StageSettings,
+    health: &Arc<Health>,
+    service: &ServiceSlot,
+    started: Instant,
+) -> Result<StageSummary> {
     let mut summary = StageSummary {
         mode: match s.mode {
             Mode::Run => "run".into(),
@@ -262,6 +279,11 @@ async fn stage(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Res
         Err(e) => return Err(e),
     };
     let mut dedup = Deduplicator::new(index)?;
+    // grouping and explaining read the index the decider writes (they share its store)
+    *service.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(Service::new(
+        dedup.index().reader(),
+        s.serving.clone(),
+    )?));
     health.index_open.store(true, Ordering::Relaxed);
     info!(index = %s.index.display(), method = s.params.method.as_str(),
         threshold = s.params.threshold, dry_run = s.dry_run,

@@ -158,6 +158,10 @@ pub struct StageSettings {
     pub start: Start,
     /// Replay without side effects.
     pub dry_run: bool,
+    /// Limits of `/v1/group` and `/v1/explain`.
+    pub serving: crate::serving::Limits,
+    /// Limits of the HTTP server.
+    pub http: crate::http::HttpLimits,
     /// Stop after consuming this many records (benchmarks); not a configuration key.
     #[serde(skip)]
     pub stop_after: Option<u64>,
@@ -382,6 +386,8 @@ impl StageSettings {
             retention,
             start,
             dry_run: replay.dry_run.unwrap_or(false),
+            serving: Default::default(),
+            http: Default::default(),
             stop_after: None,
         })
     }

@@ -581,12 +581,46 @@ pub fn metric_at(port: u16, name: &str, filter: &str) -> f64 {
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
     let code = buf.split_whitespace().nth(1)?.parse().ok()?;
     let body = buf.split_once("\r\n\r\n").map(|x| x.1.to_string())?;
     Some((code, body))
+}
+
+/// Any request to the HTTP listener on `port`: (status, body). The connection is closed
+/// after the answer.
+pub fn http_request(port: u16, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .ok()?;
+    // a server may answer (413) before reading all of a large body
+    let _ = s.write_all(body);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let buf = String::from_utf8_lossy(&buf).into_owned();
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|x| x.1.to_string())?;
+    Some((code, body))
+}
+
+/// POST a JSON body: (status, parsed answer).
+pub fn http_post_json(port: u16, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+    let (code, text) = http_request(port, "POST", path, &serde_json::to_vec(body).unwrap())
+        .unwrap_or_else(|| panic!("no answer from POST {path}"));
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
+    (code, v)
 }
 
 /// Deterministic words: syllables from a seeded generator.

@@ -193,6 +193,9 @@ grace-period = {{ printf "%ds" (int .Values.gracePeriodSeconds) | toJson }}
 {{- if gt (int .Values.config.stage.jobs) 0 }}
 jobs = {{ int .Values.config.stage.jobs }}
 {{- end }}
+
+[serve]
+{{- include "neardup.tomlKeys" .Values.config.serve }}
 {{ end -}}
 
 {{/*

@@ -1,0 +1,292 @@
+//! The HTTP server of `run`, `replay` and `serve`: `/metrics`, `/healthz`, `/readyz`,
+//! `POST /v1/group` and `GET /v1/explain/{id}`.
+//!
+//! Routing and extraction come from axum, connections from hyper: keep-alive, a limit on
+//! the time to read a request's header, a body size limit (413), a time limit per request
+//! (408) and a graceful shutdown that lets requests in flight finish. Errors are JSON
+//! (`schemas/error.v1.json`) with their status code. The work itself is
+//! [`crate::serving::Service`]'s.
+
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::net::TcpListener;
+
+use crate::serving::{GroupRequest, ServeError, Service, Texts};
+use crate::telemetry::{self as tm, Health};
+
+/// The service, once the index is open (the server answers `/healthz` before).
+pub type ServiceSlot = RwLock<Option<Arc<Service>>>;
+
+/// Limits of the HTTP layer.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct HttpLimits {
+    /// Request bodies above this many bytes get 413.
+    pub max_body_bytes: usize,
+    /// A request not answered within this gets 408.
+    pub request_timeout: Duration,
+    /// A connection that has not sent a whole request header within this is closed.
+    pub header_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 8 << 20,
+            request_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// Readiness.
+    pub health: Arc<Health>,
+    /// The Prometheus recorder.
+    pub metrics: PrometheusHandle,
+    /// Grouping and explaining, once the index is open.
+    pub service: Arc<ServiceSlot>,
+}
+
+/// The handlers' state: the shared parts and the limits.
+#[derive(Clone)]
+struct Inner {
+    app: AppState,
+    limits: HttpLimits,
+}
+
+/// The routes.
+pub fn router(state: AppState, limits: HttpLimits) -> Router {
+    let state = Inner { app: state, limits };
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/v1/group", post(group))
+        .route("/v1/explain/{id}", get(explain))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limits.request_timeout,
+        ))
+        .with_state(state)
+}
+
+/// Binds the listener.
+pub async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight
+/// finish (at most `drain`) and returns.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: HttpLimits,
+    shutdown: impl Future<Output = ()>,
+    drain: Duration,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    // out of file descriptors and the like: back off, keep serving
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(limits.header_timeout)
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(drain, graceful.shutdown()).await;
+}
+
+fn text(code: StatusCode, body: String) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn json_error(status: u16, kind: &str, message: &str) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::json!({
+        "error": { "status": status, "kind": kind, "message": message }
+    });
+    (code, axum::Json(body)).into_response()
+}
+
+fn serve_error(e: &ServeError) -> Response {
+    json_error(e.status(), e.kind(), &e.to_string())
+}
+
+async fn healthz() -> Response {
+    text(StatusCode::OK, "ok\n".into())
+}
+
+async fn readyz(State(Inner { app: s, .. }): State<Inner>) -> Response {
+    s.health.publish();
+    let code = if s.health.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    text(code, format!("{}\n", s.health.reason()))
+}
+
+async fn metrics(State(Inner { app: s, .. }): State<Inner>) -> Response {
+    s.health.publish();
+    s.metrics.run_upkeep();
+    let mut r = text(StatusCode::OK, s.metrics.render());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    r
+}
+
+async fn not_found() -> Response {
+    json_error(
+        404,
+        "not_found",
+        "no such endpoint: /healthz, /readyz, /metrics, POST /v1/group, GET /v1/explain/{id}",
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    json_error(
+        405,
+        "method_not_allowed",
+        "method not allowed on this endpoint",
+    )
+}
+
+fn current(s: &AppState) -> Result<Arc<Service>, Box<Response>> {
+    let slot = s.service.read().unwrap_or_else(|e| e.into_inner());
+    slot.clone()
+        .ok_or_else(|| Box::new(json_error(503, "unavailable", "the index is not open yet")))
+}
+
+fn observe(endpoint: &'static str, started: Instant, r: &Response) {
+    metrics::histogram!(tm::SERVE_SECONDS, "endpoint" => endpoint)
+        .record(started.elapsed().as_secs_f64());
+    metrics::counter!(tm::SERVE_REQUESTS, "endpoint" => endpoint,
+        "status" => r.status().as_u16().to_string())
+    .increment(1);
+}
+
+async fn group(State(s): State<Inner>, req: axum::extract::Request) -> Response {
+    let started = Instant::now();
+    let limit = s.limits.max_body_bytes;
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let too_large = || {
+        json_error(
+            413,
+            "too_large",
+            &format!("the body is larger than {limit} bytes (the server's max-body-bytes)"),
+        )
+    };
+    let r = if announced.is_some_and(|n| n > limit as u64) {
+        // refused before a byte of it is read
+        too_large()
+    } else {
+        match axum::body::to_bytes(req.into_body(), limit).await {
+            Ok(body) => group_response(&s.app, &body),
+            Err(e) => {
+                let e = e.into_inner();
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    too_large()
+                } else {
+                    json_error(400, "bad_request", &format!("cannot read the body: {e}"))
+                }
+            }
+        }
+    };
+    observe("group", started, &r);
+    r
+}
+
+fn group_response(s: &AppState, body: &[u8]) -> Response {
+    let service = match current(s) {
+        Ok(x) => x,
+        Err(r) => return *r,
+    };
+    let req: GroupRequest = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(e) => {
+            return json_error(
+                400,
+                "bad_request",
+                &format!(
+                    "the body is not a group request ({e}); expected {{\"items\": [\"id\", {{\"text\": \"…\"}}, …], \"threshold\": 0.5}}"
+                ),
+            )
+        }
+    };
+    match service.group(&req) {
+        Ok(answer) => axum::Json(&*answer).into_response(),
+        Err(e) => serve_error(&e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct ExplainQuery {
+    /// A second id to compare with.
+    with: Option<String>,
+}
+
+async fn explain(
+    State(Inner { app: s, .. }): State<Inner>,
+    Path(id): Path<String>,
+    q: Result<Query<ExplainQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    let started = Instant::now();
+    let r = match (current(&s), q) {
+        (Err(r), _) => *r,
+        (_, Err(e)) => json_error(400, "bad_request", &e.body_text()),
+        (Ok(service), Ok(Query(q))) => {
+            match service.explain(&id, q.with.as_deref(), &Texts::default()) {
+                Ok(x) => axum::Json(x).into_response(),
+                Err(e) => serve_error(&e),
+            }
+        }
+    };
+    observe("explain", started, &r);
+    r
+}

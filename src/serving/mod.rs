@@ -1,0 +1,162 @@
+//! Serving-time work on an index: folding the near-duplicates of a result set
+//! ([`Service::group`]) and explaining a decision ([`Service::explain`]).
+//!
+//! Pure of the outside world except the index it reads: no HTTP, no runtime, no metrics.
+//! The HTTP server (`crate::http`), `neardup group` and `neardup explain` drive it. Requests
+//! and answers are the JSON documents of `schemas/group-request.v1.json`,
+//! `schemas/group-response.v1.json` and `schemas/explain.v1.json`.
+
+mod cache;
+mod explain;
+mod group;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use cache::Cache;
+pub use explain::{Explanation, MethodVerdict, PairExplanation, SignatureComparison, Texts};
+pub use group::{
+    group_threshold, Group, GroupMember, GroupRequest, GroupResponse, GroupTiming, Item, PageItem,
+    ThresholdKey, Unjudged,
+};
+
+use crate::index::{IndexError, IndexReader};
+use crate::signature::Signer;
+
+/// Bounds of the serving requests.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Limits {
+    /// Items of one group request at most (more → [`ServeError::TooLarge`]).
+    pub max_items: usize,
+    /// Answers kept in the cache of repeated result sets (0: no cache).
+    pub cache_entries: usize,
+    /// How long a cached answer is used (documents can leave the index meanwhile).
+    pub cache_ttl: Duration,
+    /// Pages whose signatures are kept in memory once read (the hot pages of the result
+    /// sets; a page's stored signatures never change). 0: read every page every time.
+    pub signature_cache_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_items: 1000,
+            cache_entries: 10_000,
+            cache_ttl: Duration::from_secs(60),
+            signature_cache_entries: 100_000,
+        }
+    }
+}
+
+/// Why a request was not answered; the HTTP layer maps each kind to a status code.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Malformed or inconsistent request (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// More items than the limit (413).
+    #[error("{0}")]
+    TooLarge(String),
+    /// An id that is not in the index, where one is required (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The index failed (500).
+    #[error("index: {0}")]
+    Index(#[from] IndexError),
+}
+
+impl ServeError {
+    /// The HTTP status code of this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            ServeError::BadRequest(_) => 400,
+            ServeError::TooLarge(_) => 413,
+            ServeError::NotFound(_) => 404,
+            ServeError::Index(_) => 500,
+        }
+    }
+
+    /// A short machine-readable kind, as in the error body.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServeError::BadRequest(_) => "bad_request",
+            ServeError::TooLarge(_) => "too_large",
+            ServeError::NotFound(_) => "not_found",
+            ServeError::Index(_) => "index_error",
+        }
+    }
+}
+
+/// Grouping and explaining over one index.
+pub struct Service {
+    reader: IndexReader,
+    signer: Arc<Signer>,
+    limits: Limits,
+    cache: Cache<Arc<GroupResponse>>,
+    signatures: Cache<Arc<crate::signature::Signatures>>,
+}
+
+impl Service {
+    /// A service reading `reader`, signing inline pages with the index's own settings.
+    pub fn new(reader: IndexReader, limits: Limits) -> Result<Service, IndexError> {
+        let signer = Signer::new(&reader.params().signature)
+            .map_err(|e| crate::index::IndexParamError(e.to_string()))?;
+        Ok(Service {
+            cache: Cache::new(limits.cache_entries, limits.cache_ttl),
+            // a page that leaves the index keeps its signatures here for at most an hour
+            signatures: Cache::new(limits.signature_cache_entries, Duration::from_secs(3600)),
+            reader,
+            signer: Arc::new(signer),
+            limits,
+        })
+    }
+
+    /// The index reader.
+    pub fn reader(&self) -> &IndexReader {
+        &self.reader
+    }
+
+    /// The signer of inline pages.
+    pub fn signer(&self) -> &Signer {
+        &self.signer
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Fills the signature cache with the most recent pages of the index (a full scan in
+    /// document order: the cache keeps the latest it can hold), until `stop` says so.
+    /// Returns how many pages were cached.
+    pub fn preload(&self, stop: &dyn Fn() -> bool) -> Result<u64, IndexError> {
+        if self.limits.signature_cache_entries == 0 {
+            return Ok(0);
+        }
+        let mut n = 0u64;
+        let mut failed = None;
+        self.reader.for_each_doc(&mut |rec| {
+            if n % 4096 == 0 && stop() {
+                return false;
+            }
+            let sigs = match rec.decision.kind {
+                crate::index::DecisionKind::Unique => Some(rec.sigs),
+                crate::index::DecisionKind::Duplicate => match self.reader.signatures(&rec) {
+                    Ok(s) => s.get().cloned(),
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                },
+                crate::index::DecisionKind::Skipped => None,
+            };
+            if let Some(s) = sigs {
+                self.signatures
+                    .put(self.signatures.key(rec.id.as_str()), Arc::new(s));
+                n += 1;
+            }
+            true
+        })?;
+        failed.map_or(Ok(n), Err)
+    }
+}

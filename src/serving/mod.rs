@@ -160,3 +160,6 @@ impl Service {
         failed.map_or(Ok(n), Err)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+use super::*;
+use crate::dedup::{Deduplicator, PageRef};
+use crate::index::{DecisionKind, Index, IndexParams};
+
+const RIVER: &str = include_str!("../../tests/data/story-river.html");
+const RIVER_EDITED: &str = include_str!("../../tests/data/story-river-edited.html");
+const RIVER_OTHER: &str = include_str!("../../tests/data/story-river-other-template.html");
+const SCHOOL: &str = include_str!("../../tests/data/story-school.html");
+const MARKET: &str = include_str!("../../tests/data/story-market.html");
+
+/// The pages decided as `neardup eval` decides them (one Deduplicator, in order), and the
+/// outcomes.
+fn decided() -> (Deduplicator, Vec<(&'static str, crate::dedup::Outcome)>) {
+    let mut dd = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for (id, html) in [
+        ("river", RIVER),
+        ("school", SCHOOL),
+        ("river-edited", RIVER_EDITED),
+        ("market", MARKET),
+        ("river-other", RIVER_OTHER),
+    ] {
+        let page = PageRef {
+            id,
+            url: "https://t.test/",
+            first_seen: 0,
+        };
+        out.push((id, dd.process(page, html).unwrap()));
+    }
+    (dd, out)
+}
+
+#[test]
+fn explain_gives_the_similarity_the_decision_computed() {
+    let (dd, outcomes) = decided();
+    let service = Service::new(dd.index().reader(), Limits::default()).unwrap();
+    let mut dups = 0;
+    for (id, o) in &outcomes {
+        let x = service.explain(id, None, &Texts::default()).unwrap();
+        assert_eq!(x.decision, o.decision.kind);
+        assert_eq!(x.similarity, o.decision.similarity);
+        if o.decision.kind == DecisionKind::Duplicate {
+            dups += 1;
+            let c = x.compared.as_ref().unwrap();
+            assert_eq!(c.second, o.decision.canonical_id.clone().unwrap());
+            // recomputed from the stored signatures: exactly the decision's similarity
+            assert_eq!(Some(c.methods[0].similarity), o.decision.similarity);
+            assert_eq!(c.methods[0].matches, Some(true));
+            let s = &c.signatures;
+            assert_eq!(s.shared.len() + s.only_first.len(), s.first);
+            assert!(s.shared.iter().all(|h| h.starts_with("0x")));
+        }
+    }
+    assert!(dups >= 2, "{outcomes:?}");
+    // with the texts, the signatures read as strings
+    let mut texts = Texts::default();
+    texts.add_html(service.signer(), RIVER);
+    texts.add_html(service.signer(), RIVER_EDITED);
+    let x = service.explain("river-edited", None, &texts).unwrap();
+    let s = x.compared.unwrap().signatures;
+    assert!(s.shared.iter().all(|t| t.contains(':')), "{:?}", s.shared);
+    // two unrelated pages: compared, no method matches
+    let x = service.explain("river", Some("school"), &texts).unwrap();
+    let c = x.compared.unwrap();
+    assert_eq!(c.methods[0].matches, Some(false));
+    assert!(matches!(
+        service.explain("nope", None, &texts),
+        Err(ServeError::NotFound(_))
+    ));
+    assert!(matches!(
+        service.explain("river", Some("nope"), &texts),
+        Err(ServeError::NotFound(_))
+    ));
+}
+
+#[test]
+fn group_answers_ids_and_inline_pages_and_caches() {
+    let (dd, _) = decided();
+    let service = Service::new(dd.index().reader(), Limits::default()).unwrap();
+    let req = GroupRequest {
+        items: vec![
+            Item::Id("school".into()),
+            Item::Id("river-edited".into()),
+            Item::Page(PageItem {
+                id: Some("inline".into()),
+                text: None,
+                html: Some(RIVER.into()),
+            }),
+            Item::Id("river-other".into()),
+            Item::Id("market".into()),
+        ],
+        threshold: None,
+    };
+    let a = service.group(&req).unwrap();
+    assert_eq!(a.groups.len(), 1, "{a:?}");
+    let g = &a.groups[0];
+    assert_eq!(g.representative.item, 1);
+    let members: Vec<usize> = g.members.iter().map(|m| m.item).collect();
+    assert_eq!(members, vec![2, 3]);
+    assert!(!a.cached);
+    let b = service.group(&req).unwrap();
+    assert!(b.cached);
+    assert_eq!(b.groups, a.groups);
+    // a stricter τ splits what a looser one joins
+    let strict = GroupRequest {
+        threshold: Some(group_threshold(0.999)),
+        ..req.clone()
+    };
+    let s = service.group(&strict).unwrap();
+    assert!(s.groups.len() <= 1 && s.groups.iter().all(|g| g.members.len() < 2));
+    // bounds
+    let many = GroupRequest {
+        items: (0..1001).map(|i| Item::Id(format!("x{i}"))).collect(),
+        threshold: None,
+    };
+    assert!(matches!(service.group(&many), Err(ServeError::TooLarge(_))));
+    let bad = GroupRequest {
+        items: vec![],
+        threshold: Some(group_threshold(0.0)),
+    };
+    assert!(matches!(
+        service.group(&bad),
+        Err(ServeError::BadRequest(_))
+    ));
+    let both = GroupRequest {
+        items: vec![Item::Page(PageItem {
+            id: None,
+            text: Some("a".into()),
+            html: Some("b".into()),
+        })],
+        threshold: None,
+    };
+    assert!(matches!(
+        service.group(&both),
+        Err(ServeError::BadRequest(_))
+    ));
+}

@@ -376,8 +376,9 @@ pub struct ServeOptions {
     #[arg(long, env = "NEARDUP_GROUP_CACHE_TTL", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub group_cache_ttl: Option<Duration>,
-    /// Pages whose signatures a serving process keeps in memory once read (about 1.3 kB
-    /// each); 0 reads every page from the index every time [default: 100000]
+    /// Pages whose signatures a serving process keeps in memory once read (about 0.6 kB
+    /// each; size it to the index to serve every page from memory); 0 reads every page from
+    /// the index every time [default: 100000]
     #[arg(long, env = "NEARDUP_SIGNATURE_CACHE_ENTRIES")]
     pub signature_cache_entries: Option<usize>,
     /// Largest HTTP request body in bytes; larger ones get 413 [default: 8388608]

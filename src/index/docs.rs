@@ -289,6 +289,28 @@ fn put_sigs(out: &mut Vec<u8>, sigs: &[(u32, u32)]) {
     }
 }
 
+/// A signature multiset in the record's compact form (the Rice-coded stream of the layout
+/// above, about 3.4 bytes a signature): for holding many sets in memory.
+pub fn encode_signatures(sigs: &Signatures) -> Vec<u8> {
+    let mut out = Vec::with_capacity(sigs.set_len() * 7 / 2 + 8);
+    put_sigs(&mut out, sigs.entries());
+    out
+}
+
+/// The multiset of [`encode_signatures`]; an error for anything else.
+pub fn decode_signatures(bytes: &[u8]) -> Result<Signatures, IndexError> {
+    let mut r = Reader { b: bytes, at: 0 };
+    let mut entries = Vec::with_capacity(r.sig_count_hint());
+    r.sigs(&mut |h, f| entries.push((h, f)))?;
+    if r.at != bytes.len() {
+        return Err(IndexError::Corrupt(
+            "trailing bytes after signatures".into(),
+        ));
+    }
+    Signatures::from_entries(entries)
+        .ok_or_else(|| IndexError::Corrupt("signatures not sorted".into()))
+}
+
 impl DocRecord {
     /// Encodes the record (layout in the module docs).
     pub fn encode(&self) -> Vec<u8> {
@@ -647,6 +669,15 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn compact_signatures_roundtrip(set in multiset()) {
+            let bytes = encode_signatures(&set);
+            proptest::prop_assert_eq!(decode_signatures(&bytes).unwrap(), set);
+            for cut in 0..bytes.len() {
+                proptest::prop_assert!(decode_signatures(&bytes[..cut]).is_err());
+            }
+        }
+
         #[test]
         fn delta_applies_back(set in multiset(), base in multiset()) {
             let d = SigDelta::between(&set, &base);

@@ -36,7 +36,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use docs::{Decision, DecisionKind, DocRecord, Found, SigDelta};
+pub use docs::{
+    decode_signatures, encode_signatures, Decision, DecisionKind, DocRecord, Found, SigDelta,
+};
 pub use reader::{IndexReader, StoredSigs};
 pub use store::{
     Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,

@@ -184,7 +184,7 @@ impl Service {
     ) -> Result<GroupResponse, ServeError> {
         let measure = self.reader.params().measure;
         let n = req.items.len();
-        let mut sigs: Vec<Option<Arc<Signatures>>> = vec![None; n];
+        let mut sigs: Vec<Option<Signatures>> = vec![None; n];
         let mut unknown = Vec::new();
         let mut unjudged = Vec::new();
 
@@ -211,8 +211,7 @@ impl Service {
             }
             match s {
                 StoredSigs::Own(s) | StoredSigs::FromCanonical(s) => {
-                    let s = Arc::new(s);
-                    self.signatures.put(*key, Arc::clone(&s));
+                    self.signatures.put(*key, &s);
                     sigs[*i] = Some(s);
                 }
                 StoredSigs::Unavailable(why) => unjudged.push(Unjudged {
@@ -243,7 +242,7 @@ impl Service {
                     ),
                 });
             } else {
-                sigs[i] = Some(Arc::new(signed.sigs));
+                sigs[i] = Some(signed.sigs);
             }
         }
         let sign_us = micros(t_sign);

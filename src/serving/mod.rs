@@ -9,6 +9,7 @@
 mod cache;
 mod explain;
 mod group;
+mod sigcache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,7 @@ pub use group::{
     group_threshold, Group, GroupMember, GroupRequest, GroupResponse, GroupTiming, Item, PageItem,
     ThresholdKey, Unjudged,
 };
+pub use sigcache::SignatureCache;
 
 use crate::index::{IndexError, IndexReader};
 use crate::signature::Signer;
@@ -32,8 +34,8 @@ pub struct Limits {
     pub cache_entries: usize,
     /// How long a cached answer is used (documents can leave the index meanwhile).
     pub cache_ttl: Duration,
-    /// Pages whose signatures are kept in memory once read (the hot pages of the result
-    /// sets; a page's stored signatures never change). 0: read every page every time.
+    /// Pages whose signatures are kept in memory once read, compactly (about 0.6 kB a page;
+    /// a page's stored signatures never change). 0: read every page every time.
     pub signature_cache_entries: usize,
 }
 
@@ -93,7 +95,7 @@ pub struct Service {
     signer: Arc<Signer>,
     limits: Limits,
     cache: Cache<Arc<GroupResponse>>,
-    signatures: Cache<Arc<crate::signature::Signatures>>,
+    signatures: SignatureCache,
 }
 
 impl Service {
@@ -103,8 +105,7 @@ impl Service {
             .map_err(|e| crate::index::IndexParamError(e.to_string()))?;
         Ok(Service {
             cache: Cache::new(limits.cache_entries, limits.cache_ttl),
-            // a page that leaves the index keeps its signatures here for at most an hour
-            signatures: Cache::new(limits.signature_cache_entries, Duration::from_secs(3600)),
+            signatures: SignatureCache::new(limits.signature_cache_entries),
             reader,
             signer: Arc::new(signer),
             limits,
@@ -128,7 +129,7 @@ impl Service {
 
     /// Fills the signature cache with the most recent pages of the index (a full scan in
     /// document order: the cache keeps the latest it can hold), until `stop` says so.
-    /// Returns how many pages were cached.
+    /// Returns how many pages were read into it.
     pub fn preload(&self, stop: &dyn Fn() -> bool) -> Result<u64, IndexError> {
         if self.limits.signature_cache_entries == 0 {
             return Ok(0);
@@ -152,7 +153,7 @@ impl Service {
             };
             if let Some(s) = sigs {
                 self.signatures
-                    .put(self.signatures.key(rec.id.as_str()), Arc::new(s));
+                    .put(self.signatures.key(rec.id.as_str()), &s);
                 n += 1;
             }
             true

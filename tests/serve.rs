@@ -278,6 +278,16 @@ fn serve_groups_explains_follows_the_writer_and_refuses_bad_requests() {
     let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     valid(&group_resp, &cli);
     assert_eq!(answer_groups(&cli), want);
+    // ids as arguments
+    let out = output_ok(
+        neardup()
+            .args(["group", "--index"])
+            .arg(&index)
+            .args(&items),
+        "neardup group IDS",
+    );
+    let cli: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer_groups(&cli), want);
 
     // explain: the decision file mode made, the similarity it computed
     for id in &dups {

@@ -19,7 +19,9 @@ pub struct GroupArgs {
     /// `{"id": …}`, or a page `{"id": …, "html": …}` / `{"id": …, "text": …}` (other page
     /// fields are ignored); "-" for standard input
     #[arg(long)]
-    pub input: PathBuf,
+    pub input: Option<PathBuf>,
+    /// Ids of indexed pages, before the items of --input
+    pub ids: Vec<String>,
     /// Index whose stored signatures the ids refer to (read only); without it every item
     /// must be a page, signed with the default settings
     #[arg(long, env = "NEARDUP_INDEX")]
@@ -63,22 +65,26 @@ fn item(v: serde_json::Value) -> Result<Item, String> {
 /// Runs `neardup group`.
 pub fn run(a: GroupArgs, file: &FileConfig) -> Result<()> {
     let (limits, _) = config::serve_limits(&a.serve, file)?;
-    let reader: Box<dyn BufRead> = if a.input.as_os_str() == "-" {
-        Box::new(std::io::BufReader::new(std::io::stdin()))
-    } else {
-        input::open(&a.input)?
-    };
-    let mut items = Vec::new();
-    for (n, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{} line {}", a.input.display(), n + 1))?;
-        if line.trim().is_empty() {
-            continue;
+    let mut items: Vec<Item> = a.ids.iter().cloned().map(Item::Id).collect();
+    if let Some(path) = &a.input {
+        let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+            Box::new(std::io::BufReader::new(std::io::stdin()))
+        } else {
+            input::open(path)?
+        };
+        for (n, line) in reader.lines().enumerate() {
+            let at = || format!("{} line {}", path.display(), n + 1);
+            let line = line.with_context(at)?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: serde_json::Value =
+                serde_json::from_str(&line).with_context(|| format!("{}: not JSON", at()))?;
+            items.push(item(v).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?);
         }
-        let v: serde_json::Value = serde_json::from_str(&line)
-            .with_context(|| format!("{} line {}: not JSON", a.input.display(), n + 1))?;
-        items.push(
-            item(v).map_err(|e| anyhow::anyhow!("{} line {}: {e}", a.input.display(), n + 1))?,
-        );
+    }
+    if items.is_empty() {
+        bail!("nothing to group: give ids, or --input FILE with one item a line");
     }
     let _follower;
     let service = match &a.index {

@@ -44,6 +44,10 @@ pub struct EvalArgs {
     /// Print rows as JSON lines instead of a table
     #[arg(long)]
     pub json: bool,
+    /// After each row, precision, recall and F1 by page length: a pair counts in the bucket
+    /// of its shorter page (words of the signed text), with the pages skipped per bucket
+    #[arg(long)]
+    pub by_length: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub detect: DetectOptions,
@@ -259,6 +263,7 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             let mut dedup = Deduplicator::new(Index::open_dir(dir.path(), params)?)?;
             let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
             let mut skipped = 0;
+            let mut skipped_pages: HashSet<u32> = HashSet::new();
             let t = Instant::now();
             for (i, (p, s)) in pages.iter().zip(&signed).enumerate() {
                 let page = PageRef {
@@ -280,7 +285,10 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                             .or_insert_with(|| vec![canon])
                             .push(i as u32);
                     }
-                    DecisionKind::Skipped => skipped += 1,
+                    DecisionKind::Skipped => {
+                        skipped += 1;
+                        skipped_pages.insert(i as u32);
+                    }
                     DecisionKind::Unique => {}
                 }
             }
@@ -328,8 +336,84 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                     opt(row.same_template_fp), opt(row.gray_predicted), skipped, decide_rate
                 );
             }
+            if args.by_length && !args.json {
+                print_by_length(&signed, &gold, &predicted, &skipped_pages);
+            }
             rows.push(row);
         }
     }
     Ok(rows)
+}
+
+/// Page-length buckets, in words of the signed text.
+const LENGTH_BUCKETS: &[(usize, usize, &str)] = &[
+    (0, 25, "<25 words"),
+    (25, 50, "25-49"),
+    (50, 100, "50-99"),
+    (100, 200, "100-199"),
+    (200, 400, "200-399"),
+    (400, usize::MAX, "400+"),
+];
+
+fn bucket_of(words: usize) -> usize {
+    LENGTH_BUCKETS
+        .iter()
+        .position(|&(lo, hi, _)| words >= lo && words < hi)
+        .unwrap_or(LENGTH_BUCKETS.len() - 1)
+}
+
+/// The table of [`EvalArgs::by_length`].
+fn print_by_length(
+    signed: &[Signed],
+    gold: &HashSet<Pair>,
+    predicted: &HashSet<Pair>,
+    skipped: &HashSet<u32>,
+) {
+    let n = LENGTH_BUCKETS.len();
+    let bucket = |p: &Pair| {
+        let w = signed[p.0 as usize].tokens.min(signed[p.1 as usize].tokens);
+        bucket_of(w)
+    };
+    let (mut pages, mut skip) = (vec![0usize; n], vec![0usize; n]);
+    for (i, s) in signed.iter().enumerate() {
+        pages[bucket_of(s.tokens)] += 1;
+        if skipped.contains(&(i as u32)) {
+            skip[bucket_of(s.tokens)] += 1;
+        }
+    }
+    let (mut g, mut pr, mut tp) = (vec![0usize; n], vec![0usize; n], vec![0usize; n]);
+    for p in gold {
+        g[bucket(p)] += 1;
+        if predicted.contains(p) {
+            tp[bucket(p)] += 1;
+        }
+    }
+    for p in predicted {
+        pr[bucket(p)] += 1;
+    }
+    println!(
+        "    {:<10} {:>6} {:>8} {:>5} {:>9} {:>5} {:>9} {:>7} {:>6}",
+        "length", "pages", "skipped", "gold", "predicted", "tp", "precision", "recall", "f1"
+    );
+    for b in 0..n {
+        let p = if pr[b] == 0 {
+            1.0
+        } else {
+            tp[b] as f64 / pr[b] as f64
+        };
+        let r = if g[b] == 0 {
+            1.0
+        } else {
+            tp[b] as f64 / g[b] as f64
+        };
+        let f = if p + r == 0.0 {
+            0.0
+        } else {
+            2.0 * p * r / (p + r)
+        };
+        println!(
+            "    {:<10} {:>6} {:>8} {:>5} {:>9} {:>5} {:>9.3} {:>7.3} {:>6.3}",
+            LENGTH_BUCKETS[b].2, pages[b], skip[b], g[b], pr[b], tp[b], p, r, f
+        );
+    }
 }

@@ -225,7 +225,15 @@ async fn group(State(s): State<Inner>, req: axum::extract::Request) -> Response 
         too_large()
     } else {
         match axum::body::to_bytes(req.into_body(), limit).await {
-            Ok(body) => group_response(&s.app, &body),
+            // reading the index and signing inline pages block: off the async workers
+            Ok(body) => {
+                let app = s.app.clone();
+                tokio::task::spawn_blocking(move || group_response(&app, &body))
+                    .await
+                    .unwrap_or_else(|e| {
+                        json_error(500, "internal", &format!("the request failed: {e}"))
+                    })
+            }
             Err(e) => {
                 let e = e.into_inner();
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -281,9 +289,14 @@ async fn explain(
         (Err(r), _) => *r,
         (_, Err(e)) => json_error(400, "bad_request", &e.body_text()),
         (Ok(service), Ok(Query(q))) => {
-            match service.explain(&id, q.with.as_deref(), &Texts::default()) {
-                Ok(x) => axum::Json(x).into_response(),
-                Err(e) => serve_error(&e),
+            let r = tokio::task::spawn_blocking(move || {
+                service.explain(&id, q.with.as_deref(), &Texts::default())
+            })
+            .await;
+            match r {
+                Ok(Ok(x)) => axum::Json(x).into_response(),
+                Ok(Err(e)) => serve_error(&e),
+                Err(e) => json_error(500, "internal", &format!("the request failed: {e}")),
             }
         }
     };

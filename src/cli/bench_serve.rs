@@ -272,6 +272,7 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
     // over HTTP
     let server_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(a.server_threads)
+        .max_blocking_threads(a.server_threads)
         .thread_name("neardup-bench-server")
         .enable_all()
         .build()?;

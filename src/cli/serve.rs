@@ -34,7 +34,8 @@ pub struct ServeArgs {
     /// docs and ids families (`neardup index stats`) for reads from memory [default: 256]
     #[arg(long, env = "NEARDUP_BLOCK_CACHE_MIB")]
     pub block_cache_mib: Option<usize>,
-    /// Server threads [default: the number of cores]
+    /// Threads for connections, and as many for the requests' work (index reads, grouping,
+    /// signing inline pages) [default: the number of cores]
     #[arg(long, env = "NEARDUP_JOBS")]
     pub jobs: Option<usize>,
     /// Logs: auto (JSON unless on a terminal), json or text [default: auto]
@@ -100,6 +101,8 @@ pub fn run(a: ServeArgs, file: &FileConfig) -> Result<()> {
     let slot: Arc<ServiceSlot> = Arc::new(std::sync::RwLock::new(Some(Arc::clone(&service))));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(jobs)
+        // the requests' work (index reads, grouping, signing) runs on as many threads
+        .max_blocking_threads(jobs)
         .thread_name("neardup-serve")
         .enable_all()
         .build()

@@ -543,6 +543,10 @@ impl Reader<'_> {
         // at least 57 bits from `bit` on, zeros past the end of the stream
         let peek = |bit: usize| -> u64 {
             let at = bit >> 3;
+            // one load where eight bytes remain (all but the stream's end)
+            if let Some(b) = stream.get(at..at + 8) {
+                return u64::from_le_bytes(b.try_into().expect("8 bytes")) >> (bit & 7);
+            }
             let mut buf = [0u8; 8];
             let avail = stream.len().saturating_sub(at).min(8);
             buf[..avail].copy_from_slice(&stream[at..at + avail]);

@@ -212,9 +212,10 @@ impl Components {
 /// For the Jaccard measure only pairs that share a signature in their prefixes are
 /// verified (prefix filtering, All-Pairs): in one global order of the signatures, rarest
 /// in the request first, two sets with `J ≥ τ` share at least `⌈τ·max(|a|,|b|)⌉`
-/// signatures, so their prefixes of `|x| − ⌈τ·|x|⌉ + 1` signatures meet. A set whose
-/// prefix holds only its own signatures is no candidate; pairs are verified once, and not
-/// at all once in one group. Equal to [`group_pairwise`], which the weighted measure (and
+/// signatures, so their prefixes of `|x| − ⌈τ·|x|⌉ + 1` signatures meet, and where that
+/// bound is two or more, their prefixes one longer meet twice: only such pairs are verified.
+/// A set whose prefix holds only its own signatures is no candidate; pairs are verified
+/// once, and not at all once in one group. Equal to [`group_pairwise`], which the weighted measure (and
 /// τ ≤ 0) uses.
 pub fn group<T: Item>(sets: &[&[T]], m: Measure, tau: f64) -> Vec<Vec<usize>> {
     if m != Measure::Jaccard || tau <= 0.0 || sets.len() < 2 || sets.len() > u32::MAX as usize {
@@ -251,10 +252,16 @@ fn group_with<T: Item>(
     let total: usize = sets.iter().map(|s| s.len()).sum();
     table.reset(total);
     let mut shared: Vec<(u8, u32)> = Vec::new();
+    let mut small = vec![false; n];
     for (i, s) in sets.iter().enumerate() {
         // a slightly longer prefix is always safe: round the overlap bound down
         let overlap = ((tau * s.len() as f64) - 1e-9).ceil().max(0.0) as usize;
-        let prefix = (s.len() + 1).saturating_sub(overlap).min(s.len());
+        // two sets that must share at least two signatures share two within prefixes one
+        // longer (the first two common signatures in the order): a pair is verified only
+        // once its prefixes meet twice, which drops the pairs one rare signature joins
+        small[i] = overlap < 2;
+        let extra = if small[i] { 1 } else { 2 };
+        let prefix = (s.len() + extra).saturating_sub(overlap).min(s.len());
         shared.clear();
         for x in s.iter() {
             let est = table.sketch[KeyTable::cell(x.key())];
@@ -277,7 +284,8 @@ fn group_with<T: Item>(
         }
     }
     let mut comps = Components::new(n);
-    let mut tried = vec![false; n * n];
+    // prefix meetings per pair: 0, 1, 2 (verified), 3 (verified, done)
+    let mut met = vec![0u8; n * n];
     let mut members: Vec<u32> = Vec::new();
     let posted = table.posted();
     for head in posted {
@@ -286,9 +294,16 @@ fn group_with<T: Item>(
         for (a, &i) in members.iter().enumerate() {
             for &j in &members[a + 1..] {
                 let (i, j) = (i as usize, j as usize);
-                if std::mem::replace(&mut tried[i * n + j], true) {
+                let c = &mut met[i * n + j];
+                if *c >= 2 {
                     continue;
                 }
+                *c += 1;
+                let need = if small[i] || small[j] { 1 } else { 2 };
+                if *c < need {
+                    continue;
+                }
+                *c = 2;
                 if comps.find(i) != comps.find(j) && similarity_at_least(sets[i], sets[j], m, tau) {
                     comps.union(i, j);
                 }

@@ -307,32 +307,19 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let uncached: Vec<Bytes> = (0..a.requests)
-        .map(|_| {
-            let s = result_set(
-                &mut rng,
-                a.items,
-                a.duplicate_share,
-                a.hot_share,
-                &uniques,
-                &dups,
-            );
-            Bytes::from(serde_json::to_vec(&s).expect("request serializes"))
-        })
-        .collect();
-    let pool: Vec<Bytes> = (0..a.cached_sets.max(1))
-        .map(|_| {
-            let s = result_set(
-                &mut rng,
-                a.items,
-                a.duplicate_share,
-                a.hot_share,
-                &uniques,
-                &dups,
-            );
-            Bytes::from(serde_json::to_vec(&s).expect("request serializes"))
-        })
-        .collect();
+    let mut body = || {
+        let s = result_set(
+            &mut rng,
+            a.items,
+            a.duplicate_share,
+            a.hot_share,
+            &uniques,
+            &dups,
+        );
+        Bytes::from(serde_json::to_vec(&s).expect("request serializes"))
+    };
+    let uncached: Vec<Bytes> = (0..a.requests).map(|_| body()).collect();
+    let pool: Vec<Bytes> = (0..a.cached_sets.max(1)).map(|_| body()).collect();
     let cached: Vec<Bytes> = (0..a.requests)
         .map(|i| pool[(i * 7919) % pool.len()].clone())
         .collect();

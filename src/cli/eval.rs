@@ -168,29 +168,11 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let signer = Signer::new(&base.signature)?;
 
     let t0 = Instant::now();
-    let mut reader = input::open(&args.corpus)?;
     let mut pages: Vec<LabelledPage> = Vec::new();
-    let mut n = 0u64;
-    loop {
-        let batch = input::read_batch(&mut reader, &mut n, 10_000, 1 << 30, usize::MAX)?;
-        if batch.is_empty() {
-            break;
-        }
-        for l in batch {
-            if l.bytes.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let p: LabelledPage = serde_json::from_slice(&l.bytes)
-                .with_context(|| format!("{} line {}", args.corpus.display(), l.number))?;
-            pages.push(p);
-            if args.limit.is_some_and(|lim| pages.len() >= lim) {
-                break;
-            }
-        }
-        if args.limit.is_some_and(|lim| pages.len() >= lim) {
-            break;
-        }
-    }
+    input::for_each_json(&args.corpus, |p: LabelledPage| {
+        pages.push(p);
+        args.limit.is_none_or(|lim| pages.len() < lim)
+    })?;
     let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
     let t_read = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();

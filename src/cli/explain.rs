@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
 use super::input;
@@ -53,29 +53,16 @@ pub fn run(a: ExplainArgs) -> Result<()> {
         .flatten()
         .collect();
         let mut texts = Texts::default();
-        let mut reader = input::open(path)?;
-        let mut n = 0u64;
-        loop {
-            let batch = input::read_batch(&mut reader, &mut n, 10_000, 1 << 30, usize::MAX)?;
-            if batch.is_empty() {
-                break;
-            }
-            for l in batch {
-                if l.bytes.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let p: PageHtml = serde_json::from_slice(&l.bytes)
-                    .with_context(|| format!("{} line {}", path.display(), l.number))?;
-                if !p.id.as_deref().is_some_and(|id| wanted.contains(id)) {
-                    continue;
-                }
+        input::for_each_json(path, |p: PageHtml| {
+            if p.id.as_deref().is_some_and(|id| wanted.contains(id)) {
                 if let Some(h) = &p.html {
                     texts.add_html(service.signer(), h);
                 } else if let Some(t) = &p.text {
                     texts.add_text(service.signer(), t);
                 }
             }
-        }
+            true
+        })?;
         out = service.explain(&a.id, a.other.as_deref(), &texts)?;
     }
     println!("{}", serde_json::to_string_pretty(&out)?);

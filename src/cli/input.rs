@@ -122,6 +122,32 @@ pub fn read_batch(
     Ok(out)
 }
 
+/// Parses every non-blank line of a JSONL file (plain or gzip) as a `T`, in order, until
+/// `visit` returns false; a line that does not parse is an error naming the file and line.
+pub fn for_each_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut visit: impl FnMut(T) -> bool,
+) -> Result<()> {
+    let mut reader = open(path)?;
+    let mut n = 0u64;
+    loop {
+        let batch = read_batch(&mut reader, &mut n, 10_000, 1 << 30, usize::MAX)?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        for l in batch {
+            if l.bytes.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let v: T = serde_json::from_slice(&l.bytes)
+                .with_context(|| format!("{} line {}", path.display(), l.number))?;
+            if !visit(v) {
+                return Ok(());
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

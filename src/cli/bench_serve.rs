@@ -23,6 +23,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde::Serialize;
 
+use super::synthetic::Rng;
 use crate::http::{self, AppState, HttpLimits};
 use crate::index::DecisionKind;
 use crate::serving::{GroupRequest, GroupResponse, Item, Limits, Service};
@@ -55,8 +56,8 @@ pub struct BenchServeArgs {
     /// Pages whose signatures the server keeps in memory (as `--signature-cache-entries`)
     #[arg(long, default_value_t = 100_000)]
     pub signature_cache_entries: usize,
-    /// Share of the ids drawn from a hot set of 1 % of the pages (the rest uniformly from
-    /// all): result sets of a news search favour the stories of the day
+    /// Share of the ids drawn from a hot set, the most recent 1 % of the pages (the rest
+    /// uniformly from all): result sets of a news search favour the stories of the day
     #[arg(long, default_value_t = 0.0)]
     pub hot_share: f64,
     /// Server runtime threads (in-process server)
@@ -105,19 +106,6 @@ pub struct ServeRow {
     pub errors: usize,
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn pct(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
@@ -136,12 +124,13 @@ fn result_set(
     uniques: &[String],
     dups: &[(String, String)],
 ) -> GroupRequest {
-    // draws from the first 1 % (the hot set) with probability `hot`
+    // draws from the most recent 1 % (the hot set) with probability `hot`
     let pick = |rng: &mut Rng, n: usize| {
-        if (rng.next() % 1_000_000) as f64 / 1e6 < hot {
-            rng.below((n / 100).max(1))
+        let hot_set = (n / 100).max(1);
+        if rng.unit() < hot {
+            n - hot_set + rng.below(hot_set as u64) as usize
         } else {
-            rng.below(n)
+            rng.below(n as u64) as usize
         }
     };
     let pairs = if dups.is_empty() {
@@ -159,7 +148,7 @@ fn result_set(
         out.push(Item::Id(uniques[pick(rng, uniques.len())].clone()));
     }
     for i in (1..out.len()).rev() {
-        out.swap(i, rng.below(i + 1));
+        out.swap(i, rng.below(i as u64 + 1) as usize);
     }
     GroupRequest {
         items: out,
@@ -196,7 +185,17 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
         dups.len(),
         t.elapsed().as_secs_f64()
     );
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
+    let new_set = |rng: &mut Rng| {
+        result_set(
+            rng,
+            a.items,
+            a.duplicate_share,
+            a.hot_share,
+            &uniques,
+            &dups,
+        )
+    };
     let mut rows = Vec::new();
 
     // the handler alone, uncached
@@ -213,18 +212,7 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
     )?;
     // a new result set every request (the answers are not cached here; the signatures of
     // pages seen before are, as in a serving process)
-    let sets: Vec<GroupRequest> = (0..a.requests + 200)
-        .map(|_| {
-            result_set(
-                &mut rng,
-                a.items,
-                a.duplicate_share,
-                a.hot_share,
-                &uniques,
-                &dups,
-            )
-        })
-        .collect();
+    let sets: Vec<GroupRequest> = (0..a.requests + 200).map(|_| new_set(&mut rng)).collect();
     // as `neardup serve` does at start: the most recent pages' signatures in memory
     let t = Instant::now();
     let preloaded = service.preload(&|| false)?;
@@ -307,17 +295,8 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut body = || {
-        let s = result_set(
-            &mut rng,
-            a.items,
-            a.duplicate_share,
-            a.hot_share,
-            &uniques,
-            &dups,
-        );
-        Bytes::from(serde_json::to_vec(&s).expect("request serializes"))
-    };
+    let mut body =
+        || Bytes::from(serde_json::to_vec(&new_set(&mut rng)).expect("request serializes"));
     let uncached: Vec<Bytes> = (0..a.requests).map(|_| body()).collect();
     let pool: Vec<Bytes> = (0..a.cached_sets.max(1)).map(|_| body()).collect();
     let cached: Vec<Bytes> = (0..a.requests)

@@ -103,7 +103,7 @@ pub fn run(a: GroupArgs, file: &FileConfig) -> Result<()> {
     };
     let req = GroupRequest {
         items,
-        threshold: a.threshold.map(crate::serving::group_threshold),
+        threshold: a.threshold.map(crate::serving::ThresholdKey),
     };
     let answer = service.group(&req)?;
     println!("{}", serde_json::to_string_pretty(&*answer)?);

@@ -146,10 +146,27 @@ impl IndexReader {
 
     /// Visits the stored documents in number order until `visit` returns false.
     pub fn for_each_doc(&self, visit: &mut dyn FnMut(DocRecord) -> bool) -> Result<(), IndexError> {
+        self.for_each_doc_from(0, visit)
+    }
+
+    /// The number the next document will get (documents are numbered in decision order).
+    pub fn next_doc(&self) -> Result<u64, IndexError> {
+        match self.store.get(Family::Meta, super::META_NEXT_DOC)? {
+            Some(v) => doc_number(&v),
+            None => Ok(0),
+        }
+    }
+
+    /// [`IndexReader::for_each_doc`] from document number `first` on.
+    pub fn for_each_doc_from(
+        &self,
+        first: u64,
+        visit: &mut dyn FnMut(DocRecord) -> bool,
+    ) -> Result<(), IndexError> {
         let mut err = None;
         self.store.scan(
             Family::Docs,
-            &[],
+            &first.to_be_bytes(),
             &[0xff; 9],
             &mut |_, v| match DocRecord::decode(v) {
                 Ok(rec) => visit(rec),
@@ -169,42 +186,33 @@ impl IndexReader {
         &self,
         recs: Vec<Option<DocRecord>>,
     ) -> Result<Vec<StoredSigs>, IndexError> {
-        let wanted: Vec<&str> = recs
+        let wanted: Vec<String> = recs
             .iter()
             .flatten()
             .filter(|r| r.decision.kind == DecisionKind::Duplicate && r.delta.is_some())
-            .filter_map(|r| r.decision.canonical_id.as_deref())
+            .filter_map(|r| r.decision.canonical_id.clone())
             .collect();
-        let found = self.find_ids(&wanted)?;
-        let canonical: rustc_hash::FxHashMap<&str, &DocRecord> = wanted
+        let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        let found = self.find_ids(&names)?;
+        let canonical: rustc_hash::FxHashMap<&str, &DocRecord> = names
             .iter()
             .zip(&found)
             .filter_map(|(id, r)| r.as_ref().map(|r| (*id, r)))
             .collect();
-        let mut out = Vec::with_capacity(recs.len());
-        for r in &recs {
-            out.push(match r {
-                None => StoredSigs::Unavailable("not in the index"),
-                Some(r) if r.decision.kind == DecisionKind::Unique => {
-                    StoredSigs::Own(Signatures::default())
-                }
+        recs.into_iter()
+            .map(|r| match r {
+                None => Ok(StoredSigs::Unavailable("not in the index")),
+                Some(r) if r.decision.kind == DecisionKind::Unique => Ok(StoredSigs::Own(r.sigs)),
                 Some(r) => {
                     let c = r
                         .decision
                         .canonical_id
                         .as_deref()
                         .and_then(|c| canonical.get(c).copied());
-                    Self::resolve(r, c)?
+                    Self::resolve(&r, c)
                 }
-            });
-        }
-        drop(canonical);
-        for (o, r) in out.iter_mut().zip(recs) {
-            if let (StoredSigs::Own(s), Some(r)) = (o, r) {
-                *s = r.sigs;
-            }
-        }
-        Ok(out)
+            })
+            .collect()
     }
 
     /// A stored document's signatures: its own (unique), rebuilt from its canonical

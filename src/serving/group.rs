@@ -25,11 +25,6 @@ pub struct GroupRequest {
 #[serde(transparent)]
 pub struct ThresholdKey(pub f64);
 
-/// A threshold for a [`GroupRequest`].
-pub fn group_threshold(t: f64) -> ThresholdKey {
-    ThresholdKey(t)
-}
-
 impl std::hash::Hash for ThresholdKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.0.to_bits().hash(state);

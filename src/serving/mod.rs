@@ -17,8 +17,8 @@ use std::time::Duration;
 pub use cache::Cache;
 pub use explain::{Explanation, MethodVerdict, PairExplanation, SignatureComparison, Texts};
 pub use group::{
-    group_threshold, Group, GroupMember, GroupRequest, GroupResponse, GroupTiming, Item, PageItem,
-    ThresholdKey, Unjudged,
+    Group, GroupMember, GroupRequest, GroupResponse, GroupTiming, Item, PageItem, ThresholdKey,
+    Unjudged,
 };
 pub use sigcache::SignatureCache;
 
@@ -127,8 +127,8 @@ impl Service {
         &self.limits
     }
 
-    /// Fills the signature cache with the most recent pages of the index (a full scan in
-    /// document order: the cache keeps the latest it can hold), until `stop` says so.
+    /// Fills the signature cache with the most recent pages of the index (the last as many
+    /// documents as it holds, in document order), until `stop` says so.
     /// Returns how many pages were read into it.
     pub fn preload(&self, stop: &dyn Fn() -> bool) -> Result<u64, IndexError> {
         if self.limits.signature_cache_entries == 0 {
@@ -136,7 +136,11 @@ impl Service {
         }
         let mut n = 0u64;
         let mut failed = None;
-        self.reader.for_each_doc(&mut |rec| {
+        let first = self
+            .reader
+            .next_doc()?
+            .saturating_sub(self.limits.signature_cache_entries as u64);
+        self.reader.for_each_doc_from(first, &mut |rec| {
             if n % 4096 == 0 && stop() {
                 return false;
             }

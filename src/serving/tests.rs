@@ -103,7 +103,7 @@ fn group_answers_ids_and_inline_pages_and_caches() {
     assert_eq!(b.groups, a.groups);
     // a stricter τ splits what a looser one joins
     let strict = GroupRequest {
-        threshold: Some(group_threshold(0.999)),
+        threshold: Some(ThresholdKey(0.999)),
         ..req.clone()
     };
     let s = service.group(&strict).unwrap();
@@ -116,7 +116,7 @@ fn group_answers_ids_and_inline_pages_and_caches() {
     assert!(matches!(service.group(&many), Err(ServeError::TooLarge(_))));
     let bad = GroupRequest {
         items: vec![],
-        threshold: Some(group_threshold(0.0)),
+        threshold: Some(ThresholdKey(0.0)),
     };
     assert!(matches!(
         service.group(&bad),
@@ -134,4 +134,29 @@ fn group_answers_ids_and_inline_pages_and_caches() {
         service.group(&both),
         Err(ServeError::BadRequest(_))
     ));
+}
+
+#[test]
+fn preload_reads_the_most_recent_pages_only() {
+    let (dd, outcomes) = decided();
+    let limits = Limits {
+        signature_cache_entries: 2,
+        ..Limits::default()
+    };
+    let service = Service::new(dd.index().reader(), limits).unwrap();
+    // the last two documents: market (unique) and river-other (a duplicate, via its delta)
+    assert_eq!(service.preload(&|| false).unwrap(), 2);
+    let (last, prev) = (outcomes[4].0, outcomes[3].0);
+    assert!(service
+        .signatures
+        .get(service.signatures.key(last))
+        .is_some());
+    assert!(service
+        .signatures
+        .get(service.signatures.key(prev))
+        .is_some());
+    assert!(service
+        .signatures
+        .get(service.signatures.key("river"))
+        .is_none());
 }

@@ -313,14 +313,12 @@ fn group_with<T: Item>(
     comps.groups()
 }
 
-/// An open-addressing table of the prefix signatures of one request: how many prefixes
-/// hold each, and which (a linked list in one arena, no allocation per key).
+/// An open-addressing table of the prefix signatures of one request: which prefixes hold
+/// each (a linked list in one arena, no allocation per key).
 struct KeyTable {
-    /// `(key, df, head of the posting list + 1, 0 = none)`; `df == 0` marks an empty slot.
-    slots: Vec<(u32, u32, u32)>,
+    /// `(key, head of the posting list + 1)`; head 0 marks an empty slot.
+    slots: Vec<(u32, u32)>,
     mask: usize,
-    /// Slots in use (cleared by the next reset).
-    used: Vec<u32>,
     /// `(set, next + 1)`.
     arena: Vec<(u32, u32)>,
     /// Slots with a posting list.
@@ -333,9 +331,8 @@ impl KeyTable {
     fn new(keys: usize) -> KeyTable {
         let cap = (keys * 2).next_power_of_two().max(16);
         KeyTable {
-            slots: vec![(0, 0, 0); cap],
+            slots: vec![(0, 0); cap],
             mask: cap - 1,
-            used: Vec::new(),
             arena: Vec::new(),
             heads: Vec::new(),
             sketch: vec![0; 1 << 16],
@@ -354,10 +351,9 @@ impl KeyTable {
             self.sketch = sketch;
             return;
         }
-        for &at in &self.used {
-            self.slots[at as usize] = (0, 0, 0);
+        for &at in &self.heads {
+            self.slots[at as usize] = (0, 0);
         }
-        self.used.clear();
         self.arena.clear();
         self.heads.clear();
     }
@@ -365,8 +361,8 @@ impl KeyTable {
     fn slot(&self, key: u32) -> usize {
         let mut at = (key.wrapping_mul(0x9E37_79B1) as usize) & self.mask;
         loop {
-            let (k, df, _) = self.slots[at];
-            if df == 0 || k == key {
+            let (k, head) = self.slots[at];
+            if head == 0 || k == key {
                 return at;
             }
             at = (at + 1) & self.mask;
@@ -374,17 +370,13 @@ impl KeyTable {
     }
     fn post(&mut self, key: u32, set: u32) {
         let at = self.slot(key);
-        if self.slots[at].1 == 0 {
-            self.used.push(at as u32);
-            self.slots[at].0 = key;
-        }
-        self.slots[at].1 += 1;
-        let head = self.slots[at].2;
+        let head = self.slots[at].1;
         if head == 0 {
             self.heads.push(at as u32);
+            self.slots[at].0 = key;
         }
         self.arena.push((set, head));
-        self.slots[at].2 = self.arena.len() as u32;
+        self.slots[at].1 = self.arena.len() as u32;
     }
     /// The slots with two or more sets in their posting list.
     fn posted(&self) -> Vec<u32> {
@@ -392,14 +384,14 @@ impl KeyTable {
             .iter()
             .copied()
             .filter(|&at| {
-                let head = self.slots[at as usize].2;
+                let head = self.slots[at as usize].1;
                 self.arena[head as usize - 1].1 != 0
             })
             .collect()
     }
     fn members(&self, at: u32, out: &mut Vec<u32>) {
         out.clear();
-        let mut next = self.slots[at as usize].2;
+        let mut next = self.slots[at as usize].1;
         while next != 0 {
             let (set, n) = self.arena[next as usize - 1];
             out.push(set);

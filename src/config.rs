@@ -65,7 +65,8 @@ pub struct SignatureOptions {
     /// Leave out blocks whose share of link text exceeds this [default: 0.5]
     #[arg(long, env = "NEARDUP_MAX_LINK_DENSITY")]
     pub max_link_density: Option<f64>,
-    /// Markup stripping: tokens (fast, no tree) or tree [default: tokens]
+    /// Markup stripping: bytes (one pass over the bytes), tokens (html5ever's tokenizer, the
+    /// reference) or tree (the HTML5 tree) [default: bytes]
     #[arg(long, env = "NEARDUP_STRIP")]
     pub strip: Option<StripMode>,
     /// Bytes of HTML considered per page [default: 16777216]

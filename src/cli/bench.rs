@@ -200,18 +200,28 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
             "pass", "threads", "seconds", "pages/s", "MB/s"
         );
     }
+    let bytes_opts = StripOptions {
+        mode: StripMode::Bytes,
+        max_bytes: params.signature.max_page_bytes,
+    };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,
-        max_bytes: params.signature.max_page_bytes,
+        ..bytes_opts
     };
     let tree_opts = StripOptions {
         mode: StripMode::Tree,
-        ..tokens_opts
+        ..bytes_opts
     };
     measure("floor: split tags from text", 1, &mut || {
         pages.iter().map(|p| floor_pass(&p.html)).sum()
     });
-    measure("strip (tokens)", 1, &mut || {
+    measure("strip (bytes, default)", 1, &mut || {
+        pages
+            .iter()
+            .map(|p| text::strip(&p.html, &bytes_opts).text.len())
+            .sum()
+    });
+    measure("strip (html5ever tokenizer)", 1, &mut || {
         pages
             .iter()
             .map(|p| text::strip(&p.html, &tokens_opts).text.len())
@@ -225,7 +235,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     });
     let stripped: Vec<_> = pages
         .iter()
-        .map(|p| text::strip(&p.html, &tokens_opts))
+        .map(|p| text::strip(&p.html, &bytes_opts))
         .collect();
     measure("tokens + spotsigs + fingerprint", 1, &mut || {
         let mut t = Tokens::default();

@@ -119,7 +119,7 @@ impl Default for SignatureConfig {
             chain_len: 2,
             content: Content::Main,
             max_link_density: 0.5,
-            strip: StripMode::Tokens,
+            strip: StripMode::Bytes,
             max_page_bytes: 16 * 1024 * 1024,
             fingerprint: FingerprintKind::Minhash1,
             fingerprint_bits: 64,

@@ -1,0 +1,87 @@
+//! Container hints: what an element's tag and its class and id words say of the text inside
+//! it (boilerplate, page layout, content).
+
+/// Hint of a boilerplate container ([`container_weight`]).
+pub const BOILERPLATE: i32 = -2;
+/// Hint of a layout container ([`container_weight`]).
+pub const LAYOUT: i32 = -1;
+/// Hint of a content container ([`container_weight`]).
+pub const CONTENT: i32 = 1;
+
+/// What one class or id word names (ASCII case-insensitive, whole words only: a prefix
+/// rule would read Drupal's `node--promoted` as a promo).
+///
+/// - boilerplate content (comments, consent notices, popups, ads, share bars, …): a
+///   container with one is boilerplate whatever its size;
+/// - page layout around the content (footer, sidebar, menu, …): boilerplate too, unless the
+///   container holds most of the page (a layout wrapper);
+/// - content (article, post body, …).
+fn word_hint(word: &str) -> i32 {
+    // hint words are at most 16 bytes; longer words are no hint
+    let mut buf = [0u8; 16];
+    let Some(lower) = buf.get_mut(..word.len()) else {
+        return 0;
+    };
+    lower.copy_from_slice(word.as_bytes());
+    lower.make_ascii_lowercase();
+    match &*lower {
+        b"ad" | b"ads" | b"advert" | b"advertisement" | b"breadcrumb" | b"breadcrumbs"
+        | b"comment" | b"commenting" | b"commentlist" | b"comments" | b"consent" | b"cookie"
+        | b"cookies" | b"disqus" | b"gdpr" | b"modal" | b"newsletter" | b"pagination"
+        | b"popup" | b"promo" | b"recommended" | b"related" | b"share" | b"sharing" | b"signup"
+        | b"social" | b"sponsor" | b"sponsored" | b"subscribe" | b"subscription" => BOILERPLATE,
+        b"banner" | b"footer" | b"masthead" | b"menu" | b"nav" | b"navbar" | b"navigation"
+        | b"pager" | b"sidebar" | b"toolbar" => LAYOUT,
+        b"article" | b"articlebody" | b"body" | b"content" | b"entry" | b"hentry" | b"main"
+        | b"post" | b"story" | b"text" => CONTENT,
+        _ => 0,
+    }
+}
+
+/// Content hint of a container element, from its tag and its class and id words (split on
+/// non-alphanumerics): [`BOILERPLATE`] for a `dialog` or a boilerplate word (comment,
+/// cookie, popup, …), else [`LAYOUT`] for `nav`, `aside`, `footer`, `form` or a layout
+/// word (footer, sidebar, menu, …), else [`CONTENT`] for `article`, `main` or a content
+/// word (article, content, post, …), else 0. Negative hints win over positive ones
+/// (`comments-body` is boilerplate). Returns `None` for elements that are not containers.
+pub fn container_weight<'a>(
+    name: &str,
+    attrs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> Option<i32> {
+    let tag = container_tag_weight(name)?;
+    let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
+    for (k, v) in attrs {
+        if k != "class" && k != "id" {
+            continue;
+        }
+        for word in v
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            match word_hint(word) {
+                BOILERPLATE => boilerplate = true,
+                LAYOUT => layout = true,
+                CONTENT => pos = true,
+                _ => {}
+            }
+        }
+    }
+    Some(if boilerplate {
+        BOILERPLATE
+    } else if layout {
+        LAYOUT
+    } else {
+        pos as i32 * CONTENT
+    })
+}
+
+/// The tag part of [`container_weight`]; `None` for elements that are not containers.
+pub(super) fn container_tag_weight(name: &str) -> Option<i32> {
+    match name {
+        "article" | "main" => Some(CONTENT),
+        "dialog" => Some(BOILERPLATE),
+        "nav" | "aside" | "footer" | "form" => Some(LAYOUT),
+        "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => Some(0),
+        _ => None,
+    }
+}

@@ -1,0 +1,256 @@
+//! The stripping paths against fixed pages; `tests/strip_differential.rs` holds the byte
+//! scanner to html5ever's tokenizer over real pages.
+
+use super::*;
+
+#[test]
+fn overlong_tags_are_cut_and_the_text_after_them_kept() {
+    let normal = "<p class=a>x < y and <b>bold</b></p>";
+    assert!(matches!(tame_tags(normal), std::borrow::Cow::Borrowed(_)));
+    let attrs: String = (0..100_000).map(|i| format!(" a{i}=v")).collect();
+    let page = format!("<p>before</p><div{attrs}>after é</div><span{attrs}");
+    let tamed = tame_tags(&page);
+    assert!(tamed.len() < 2 * MAX_TAG_BYTES + 100, "{}", tamed.len());
+    assert!(tamed.contains(">after é</div>"));
+    let text = strip(&page, &StripOptions::default()).text;
+    assert!(text.contains("before") && text.contains("after"), "{text}");
+    // a '<' that opens no tag is text, however far the next '>'
+    let plain = format!("a < b {}", "word ".repeat(30_000));
+    assert!(matches!(tame_tags(&plain), std::borrow::Cow::Borrowed(_)));
+}
+
+fn strip_in(html: &str, mode: StripMode) -> Stripped {
+    strip(
+        html,
+        &StripOptions {
+            mode,
+            ..Default::default()
+        },
+    )
+}
+
+fn texts(html: &str, mode: StripMode) -> Vec<(BlockKind, String)> {
+    let s = strip_in(html, mode);
+    s.iter().map(|(b, t)| (b.kind, t.to_string())).collect()
+}
+
+const PAGE: &str = r#"<!DOCTYPE html><html><head><title>A  title &amp; more</title>
+<style>p { color: red } .the { }</style><script>var the_x = "is the </div> best";</script>
+<meta charset="utf-8"></head><body><nav><a href="/">Home</a> <a href="/n">News</a></nav>
+<h1>The   headline</h1><p>First&nbsp;paragraph with <b>bold</b> text.<br>Second line.</p>
+<ul><li>one item</li><li>two</li></ul><table><tr><td>cell a</td><td>cell b</td></tr></table>
+<noscript>enable the scripts</noscript><svg><title>icon</title><text>svg text</text></svg>
+<template><p>hidden template</p></template><iframe>frame text</iframe>
+<!-- a comment --><p>caf&eacute; &mdash; done</p></body></html>"#;
+
+#[test]
+fn blocks_and_hidden_content() {
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let t = texts(PAGE, mode);
+        let expect = vec![
+            (BlockKind::Title, "A title & more".to_string()),
+            (BlockKind::Text, "Home News".to_string()),
+            (BlockKind::Heading, "The headline".to_string()),
+            (
+                BlockKind::Paragraph,
+                "First paragraph with bold text.".to_string(),
+            ),
+            (BlockKind::Text, "Second line.".to_string()),
+            (BlockKind::ListItem, "one item".to_string()),
+            (BlockKind::ListItem, "two".to_string()),
+            (BlockKind::Cell, "cell a".to_string()),
+            (BlockKind::Cell, "cell b".to_string()),
+            (BlockKind::Paragraph, "café — done".to_string()),
+        ];
+        assert_eq!(t, expect, "mode {mode:?}");
+    }
+}
+
+#[test]
+fn main_region_is_the_dense_text() {
+    let nav: String = (0..30)
+        .map(|i| format!("<li><a href=/{i}>Section {i}</a></li>"))
+        .collect();
+    let article =
+        "<p>".to_string() + &"the council voted to build the barrier ".repeat(20) + "</p>";
+    let html = format!(
+        "<ul>{nav}</ul><div><h1>Headline words here</h1>{article}{article}</div><ul>{nav}</ul>\
+         <p>Copyright</p>"
+    );
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(&html, mode);
+        let r = main_region(&s.blocks);
+        let kept: Vec<&str> = s.blocks[r].iter().map(|b| s.block_text(b)).collect();
+        let article: Vec<&&str> = kept
+            .iter()
+            .filter(|t| t.starts_with("the council"))
+            .collect();
+        assert_eq!(article.len(), 2, "{mode:?}: {kept:?}");
+        assert!(
+            kept.iter()
+                .all(|t| !t.starts_with("Section") && *t != "Copyright"),
+            "{kept:?}"
+        );
+        assert_eq!(s.blocks[1].words, 2);
+        assert_eq!(s.blocks[1].link_words, 2);
+    }
+    assert_eq!(main_region(&[]), 0..0);
+}
+
+#[test]
+fn container_hints_mark_boilerplate() {
+    let long = "the notice says that the site is committed to the access of all ".repeat(8);
+    let html = format!(
+        "<div class=\"post-content\"><p>the short article is about the river and the \
+         barrier that the town built</p></div><div class=\"site-popup\"><div \
+         class=\"widget-text\"><p>{long}</p></div></div><form><p>{long}</p></form>"
+    );
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(&html, mode);
+        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+        // a positive container inside a popup does not rescue it
+        assert_eq!(ctx, [1, -1, -1], "{mode:?}");
+        let r = main_region(&s.blocks);
+        assert_eq!(r, 0..1, "{mode:?}");
+    }
+    let w = |class: &str| container_weight("div", [("class", class)].into_iter());
+    assert_eq!(w("comments-area"), Some(BOILERPLATE));
+    // a negative word wins over a positive one on the same element
+    assert_eq!(w("comments-body"), Some(BOILERPLATE));
+    assert_eq!(
+        w("commenting-guidelines editorial-content"),
+        Some(BOILERPLATE)
+    );
+    assert_eq!(w("layout-sidebar-right"), Some(LAYOUT));
+    // whole words only
+    assert_eq!(w("node node--promoted"), Some(0));
+    assert_eq!(
+        container_weight("div", [("id", "post-body")].into_iter()),
+        Some(CONTENT)
+    );
+    assert_eq!(w("head read"), Some(0));
+    assert_eq!(container_weight("form", std::iter::empty()), Some(LAYOUT));
+    assert_eq!(
+        container_weight("dialog", std::iter::empty()),
+        Some(BOILERPLATE)
+    );
+    assert_eq!(container_weight("b", std::iter::empty()), None);
+}
+
+#[test]
+fn layout_wrappers_around_most_of_the_page_are_not_boilerplate() {
+    let article = "<p>the council said that the new bridge would open in the spring and \
+                   that the old one was to be closed</p>"
+        .repeat(6);
+    let notice = "<p>the site is committed to the access of all of its readers</p>";
+    // a page-wide <form>, an unclosed <aside> and a sidebar-layout column hold the
+    // article: they are layout, not boilerplate; a small layout block still is
+    for wrapper in [
+        format!("<form id=\"page\">{article}</form><nav>{notice}</nav>"),
+        format!("<aside class=\"announcement-banner\"><a href=\"/\">news</a><main>{article}</main><nav>{notice}</nav>"),
+        format!("<div class=\"layout-sidebar-right\">{article}</div><div class=\"footer\">{notice}</div>"),
+    ] {
+        for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+            let s = strip_in(&wrapper, mode);
+            let article_blocks = s
+                .iter()
+                .filter(|(_, t)| t.starts_with("the council"))
+                .map(|(b, _)| b.context)
+                .collect::<Vec<_>>();
+            assert_eq!(article_blocks.len(), 6, "{mode:?} {wrapper}");
+            assert!(article_blocks.iter().all(|&c| c >= 0), "{mode:?} {wrapper}");
+            let notice_ctx = s
+                .iter()
+                .find(|(_, t)| t.starts_with("the site"))
+                .map(|(b, _)| b.context);
+            assert_eq!(notice_ctx, Some(-1), "{mode:?} {wrapper}");
+            let r = main_region(&s.blocks);
+            assert!(
+                s.blocks[r].iter().all(|b| b.context >= 0),
+                "{mode:?} {wrapper}"
+            );
+        }
+    }
+}
+
+#[test]
+fn link_bytes_counted() {
+    let s = strip(PAGE, &StripOptions::default());
+    let nav = s.blocks[1];
+    assert_eq!(s.block_text(&nav), "Home News");
+    assert_eq!(
+        nav.link_bytes, 9,
+        "the space before a link counts with the link"
+    );
+    assert_eq!(s.blocks[2].link_bytes, 0);
+}
+
+#[test]
+fn junk_and_limits_never_panic() {
+    let deep = "<div>".repeat(10_000) + "deep text" + &"</div>".repeat(10_000);
+    let formatting = "<b><i><u>".repeat(3_000) + "x";
+    let inputs: Vec<String> = vec![
+        String::new(),
+        "just plain text, no markup at all.".into(),
+        "\u{0}\u{1}\u{fffd}<<<>>>&&&;;</".into(),
+        "<p>unterminated <!-- comment".into(),
+        "<script>never closed".into(),
+        deep.clone(),
+        formatting,
+        "<".repeat(10_000),
+        "<svg><svg></svg></svg></svg></svg>".repeat(1000),
+    ];
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        for input in &inputs {
+            let _ = strip(
+                input,
+                &StripOptions {
+                    mode,
+                    max_bytes: 1 << 20,
+                },
+            );
+        }
+        let s = strip(
+            &deep,
+            &StripOptions {
+                mode,
+                max_bytes: 1 << 20,
+            },
+        );
+        assert_eq!(s.text, "deep text");
+        let p = strip(
+            "plain words here",
+            &StripOptions {
+                mode,
+                max_bytes: 1 << 20,
+            },
+        );
+        assert_eq!(p.text, "plain words here");
+    }
+}
+
+#[test]
+fn void_and_stray_tags_hide_nothing_after_them() {
+    let html = "<object><embed src=x></embed><embed src=y></object><button>Go\
+        <p>first words</p></svg></template><svg><g><svg></svg></g></svg><p>after svg</p>";
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(html, mode);
+        assert!(s.text.contains("first words"), "{mode:?}: {:?}", s.text);
+        assert!(s.text.ends_with("after svg"), "{mode:?}: {:?}", s.text);
+    }
+}
+
+#[test]
+fn size_limit_cuts_on_char_boundary() {
+    let html = "<p>é".to_string() + &"é".repeat(100) + "</p>";
+    let s = strip(
+        &html,
+        &StripOptions {
+            mode: StripMode::Tokens,
+            max_bytes: 10,
+        },
+    );
+    assert!(s.truncated);
+    assert!(s.text.chars().all(|c| c == 'é'));
+    assert_eq!(s.text.chars().count(), 3);
+}

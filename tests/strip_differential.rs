@@ -3,12 +3,16 @@
 //! `../shared/data` (skipped with a message when the folder is absent): the stripped blocks
 //! (text, boundaries, kinds, link and word counts, container context) must be identical on
 //! at least 99.5 % of the pages, and the word sequences near-identical on the rest.
-//! `NEARDUP_STRIP_DIFF=N` prints the first N differing pages.
+//! The words of every block are also those of the Unicode word segmentation (the tokenizer
+//! takes a byte-level path over ASCII). `NEARDUP_STRIP_DIFF=N` prints the first N differing
+//! pages.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use neardup::text::tokens::for_each_word;
 use neardup::text::{strip, StripMode, StripOptions, Stripped};
+use unicode_segmentation::UnicodeSegmentation;
 
 fn corpora() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
@@ -107,12 +111,19 @@ fn the_byte_scanner_matches_the_html5ever_tokenizer_on_real_pages() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let (mut n, mut same, mut same_words, mut shown) = (0usize, 0usize, 0usize, 0usize);
+    let (mut blocks, mut segmented_alike) = (0usize, 0usize);
     let mut worst = (1.0f64, String::new());
     for f in &files {
         pages(f, |id, html| {
             n += 1;
             let a = run(html, StripMode::Bytes);
             let b = run(html, StripMode::Tokens);
+            for (_, text) in a.iter() {
+                let mut ours = Vec::new();
+                for_each_word(text, |w| ours.push(w));
+                blocks += 1;
+                segmented_alike += ours.iter().copied().eq(text.unicode_words()) as usize;
+            }
             if a == b {
                 same += 1;
                 same_words += 1;
@@ -153,6 +164,8 @@ fn the_byte_scanner_matches_the_html5ever_tokenizer_on_real_pages() {
         worst.0,
         worst.1
     );
+    eprintln!("{blocks} blocks: {segmented_alike} split into the same words");
+    assert_eq!(segmented_alike, blocks, "blocks split into other words");
     assert!(
         share >= 0.995,
         "identical on {:.3} % of the pages",

@@ -1,8 +1,14 @@
 //! Tokens: Unicode words, lowercased, optionally stemmed, flagged as stopword / antecedent.
 //!
 //! All tokens of a page live in one reusable `String` buffer with a span per token, so the
-//! token loop allocates nothing per token (a stemmer that changes a word allocates once).
+//! token loop allocates nothing per token. Words are the Unicode word segmentation's
+//! (UAX #29, `unicode_words`); pure-ASCII stretches take a byte-level path that follows the
+//! same rules ([`ascii_words`], held to `unicode_words` by tests). Stems are remembered per
+//! thread ([`STEM_CACHE_WORDS`] words), so a word is stemmed once, not on every page.
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::lang::{Language, WordLists};
@@ -76,6 +82,21 @@ impl Tokens {
 pub struct Tokenizer {
     lists: WordLists,
     stemmer: Option<rust_stemmers::Stemmer>,
+    language: Language,
+}
+
+/// Words whose stems a thread remembers; past this the memory starts again empty (≈ 3 MB).
+pub const STEM_CACHE_WORDS: usize = 1 << 15;
+
+/// Stems a thread has computed: word → its stem (`None`: the word is its own stem).
+#[derive(Default)]
+struct StemCache {
+    language: Option<Language>,
+    stems: FxHashMap<Box<str>, Option<Box<str>>>,
+}
+
+thread_local! {
+    static STEMS: RefCell<StemCache> = RefCell::new(StemCache::default());
 }
 
 impl Tokenizer {
@@ -84,6 +105,7 @@ impl Tokenizer {
         Tokenizer {
             lists,
             stemmer: stem.then(|| language.stemmer()),
+            language,
         }
     }
 
@@ -96,8 +118,31 @@ impl Tokenizer {
     /// lowercased word before stemming (the lists hold unstemmed words).
     pub fn push_block(&self, text: &str, out: &mut Tokens) {
         let first = out.spans.len() as u32;
-        for word in text.unicode_words() {
-            let start = out.buf.len();
+        STEMS.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.language != Some(self.language) {
+                cache.stems.clear();
+                cache.language = Some(self.language);
+            }
+            for_each_word(text, |word| self.push_word(word, out, &mut cache.stems));
+        });
+        let last = out.spans.len() as u32;
+        if last > first {
+            out.blocks.push((first, last));
+        }
+    }
+
+    fn push_word(
+        &self,
+        word: &str,
+        out: &mut Tokens,
+        stems: &mut FxHashMap<Box<str>, Option<Box<str>>>,
+    ) {
+        let start = out.buf.len();
+        if word.is_ascii() {
+            out.buf.push_str(word);
+            out.buf[start..].make_ascii_lowercase();
+        } else {
             for c in word.chars() {
                 if c == '\u{2019}' {
                     out.buf.push('\''); // typographic apostrophe: isn’t = isn't
@@ -107,25 +152,118 @@ impl Tokenizer {
                     out.buf.extend(c.to_lowercase());
                 }
             }
-            let lower = &out.buf[start..];
-            let mut flags = 0;
-            if self.lists.is_stopword(lower) {
-                flags |= TokenFlags::STOP;
-                if self.lists.is_antecedent(lower) {
-                    flags |= TokenFlags::ANTECEDENT;
-                }
-            } else if let Some(stemmer) = &self.stemmer {
-                if let std::borrow::Cow::Owned(stemmed) = stemmer.stem(lower) {
+        }
+        let lower = &out.buf[start..];
+        let mut flags = 0;
+        if self.lists.is_stopword(lower) {
+            flags |= TokenFlags::STOP;
+            if self.lists.is_antecedent(lower) {
+                flags |= TokenFlags::ANTECEDENT;
+            }
+        } else if let Some(stemmer) = &self.stemmer {
+            match stems.get(lower) {
+                Some(Some(stem)) => {
                     out.buf.truncate(start);
-                    out.buf.push_str(&stemmed);
+                    out.buf.push_str(stem);
+                }
+                Some(None) => {}
+                None => {
+                    let stem = match stemmer.stem(lower) {
+                        std::borrow::Cow::Owned(s) => Some(s.into_boxed_str()),
+                        std::borrow::Cow::Borrowed(_) => None,
+                    };
+                    if stems.len() >= STEM_CACHE_WORDS {
+                        stems.clear();
+                    }
+                    stems.insert(lower.into(), stem);
+                    if let Some(Some(stem)) = stems.get(&out.buf[start..]) {
+                        out.buf.truncate(start);
+                        out.buf.push_str(stem);
+                    }
                 }
             }
-            out.spans.push((start as u32, out.buf.len() as u32));
-            out.flags.push(flags);
         }
-        let last = out.spans.len() as u32;
-        if last > first {
-            out.blocks.push((first, last));
+        out.spans.push((start as u32, out.buf.len() as u32));
+        out.flags.push(flags);
+    }
+}
+
+/// Calls `f` with each word of `text` in order, as `text.unicode_words()` yields them:
+/// space-separated stretches of ASCII go through [`ascii_words`], the others through the
+/// Unicode segmentation. (A word never spans an ASCII space: UAX #29 breaks on both sides.)
+pub fn for_each_word<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
+    if text.is_ascii() {
+        return ascii_words(text, f);
+    }
+    let b = text.as_bytes();
+    let mut at = 0;
+    while at < b.len() {
+        let end = memchr::memchr(b' ', &b[at..]).map_or(b.len(), |o| at + o);
+        let chunk = &text[at..end];
+        if chunk.is_ascii() {
+            ascii_words(chunk, &mut f);
+        } else {
+            chunk.unicode_words().for_each(&mut f);
+        }
+        at = end + 1;
+    }
+}
+
+/// The words of ASCII text by the rules of UAX #29 restricted to ASCII: letters, digits and
+/// `_` join (WB5, WB8–WB10, WB13a/b); `:` joins two letters (WB6/7, MidLetter), `,` and `;`
+/// two digits (WB11/12, MidNum), `.` and `'` either (MidNumLet); everything else breaks;
+/// a segment is a word when it holds a letter or a digit.
+pub fn ascii_words<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
+    const LETTER: u8 = 1;
+    const DIGIT: u8 = 2;
+    const UNDERSCORE: u8 = 3;
+    fn class(c: u8) -> u8 {
+        match c {
+            b'a'..=b'z' | b'A'..=b'Z' => LETTER,
+            b'0'..=b'9' => DIGIT,
+            b'_' => UNDERSCORE,
+            _ => 0,
+        }
+    }
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    while i < n {
+        if class(b[i]) == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut alnum = false;
+        loop {
+            let c = class(b[i]);
+            alnum |= c == LETTER || c == DIGIT;
+            i += 1;
+            if i >= n {
+                break;
+            }
+            if class(b[i]) != 0 {
+                continue;
+            }
+            // a middle character joins when the same kind stands on both sides
+            let (prev, mid) = (c, b[i]);
+            let next = match b.get(i + 1) {
+                Some(&x) => class(x),
+                None => break,
+            };
+            let joins = match mid {
+                b':' => prev == LETTER && next == LETTER,
+                b',' | b';' => prev == DIGIT && next == DIGIT,
+                b'.' | b'\'' => (prev == LETTER || prev == DIGIT) && next == prev,
+                _ => false,
+            };
+            if !joins {
+                break;
+            }
+            i += 1;
+        }
+        if alnum {
+            f(&text[start..i]);
         }
     }
 }
@@ -160,6 +298,57 @@ mod tests {
         assert!(!t.is_stop(1));
         assert!(t.is_stop(8) && !t.is_antecedent(8));
         assert_eq!(t.blocks(), &[(0, 10)]);
+    }
+
+    fn unicode(text: &str) -> Vec<&str> {
+        text.unicode_words().collect()
+    }
+
+    fn ours(text: &str) -> Vec<&str> {
+        let mut v = Vec::new();
+        for_each_word(text, |w| v.push(w));
+        v
+    }
+
+    #[test]
+    fn ascii_words_follow_the_unicode_rules() {
+        for text in [
+            "The U.S. economy grew 3.5% in Q3, to $1,234.56; isn't it? e.g. a:b a::b 1;2 x_y __",
+            "3.14.15 1'000 a'b' 'a a. .a a1.b 1.a _a_ a_1 1_a mid-word foo--bar",
+            "tabs\tand\nnewlines\r\n here  double  spaces :a: ;1; ,2,",
+            "caf\u{e9} na\u{ef}ve \u{201c}quoted\u{201d} isn\u{2019}t \u{2014}dash\u{2014} 10\u{a0}km",
+            "",
+            "   ",
+        ] {
+            assert_eq!(ours(text), unicode(text), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_words_match_unicode_words(text in "[a-zA-Z0-9_.,;:'\\- \t\n!?\u{e9}\u{2019}\u{301}]{0,40}") {
+            proptest::prop_assert_eq!(ours(&text), unicode(&text));
+        }
+    }
+
+    #[test]
+    fn stems_are_the_same_from_the_cache() {
+        let lists = WordLists::new(&["the"], &["the"]);
+        let tok = Tokenizer::new(lists, Language::English, true);
+        let text = "running connections the running connections generously";
+        let (mut a, mut b) = (Tokens::default(), Tokens::default());
+        tok.push_block(text, &mut a);
+        tok.push_block(text, &mut b);
+        let words = |t: &Tokens| {
+            (0..t.len())
+                .map(|i| t.get(i).to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            words(&a),
+            ["run", "connect", "the", "run", "connect", "generous"]
+        );
+        assert_eq!(words(&a), words(&b));
     }
 
     #[test]

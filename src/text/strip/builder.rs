@@ -89,60 +89,64 @@ impl Builder {
     /// between words, none at a block's start or end.
     pub(super) fn text(&mut self, s: &str, in_link: bool) {
         let b = s.as_bytes();
+        let n = b.len();
         let mut i = 0;
-        while i < b.len() {
-            // skip whitespace
-            let c = b[i];
-            if c < 0x80 {
-                if is_ascii_space(c) {
+        while i < n {
+            // whitespace
+            match CLASS[b[i] as usize] {
+                SPACE => {
                     self.pending_space = true;
                     i += 1;
                     continue;
                 }
-            } else {
-                let ch = s[i..].chars().next().unwrap_or(' ');
-                if ch.is_whitespace() {
+                WIDE if wide_space(s, i) > 0 => {
                     self.pending_space = true;
-                    i += ch.len_utf8();
+                    i += wide_space(s, i);
                     continue;
                 }
+                _ => {}
             }
-            // a run of non-whitespace
+            // words joined by single spaces, copied as one run
             let run = i;
-            while i < b.len() {
-                let c = b[i];
-                if c < 0x80 {
-                    if is_ascii_space(c) {
-                        break;
-                    }
+            let mut words = 1;
+            loop {
+                while i < n && CLASS[b[i] as usize] == PLAIN {
                     i += 1;
-                } else {
-                    let ch = s[i..].chars().next().unwrap_or(' ');
-                    if ch.is_whitespace() {
-                        break;
+                }
+                if i >= n {
+                    break;
+                }
+                match CLASS[b[i] as usize] {
+                    WIDE => match wide_space(s, i) {
+                        0 => i += utf8_len(b[i]),
+                        _ => break,
+                    },
+                    _ if b[i] == b' ' && i + 1 < n && CLASS[b[i + 1] as usize] == PLAIN => {
+                        words += 1;
+                        i += 2;
                     }
-                    i += ch.len_utf8();
+                    _ => break,
                 }
             }
-            self.word_part(&s[run..i], in_link);
+            self.words_run(&s[run..i], words, in_link);
         }
     }
 
-    /// Appends a run of non-whitespace characters.
-    fn word_part(&mut self, part: &str, in_link: bool) {
+    /// Appends `words` words joined by single spaces.
+    fn words_run(&mut self, run: &str, words: u32, in_link: bool) {
         let t = &mut self.out.text;
-        if t.len() == self.start || self.pending_space {
-            self.words += 1;
-            self.link_words += in_link as u32;
-        }
+        let first_new = t.len() == self.start || self.pending_space;
+        let counted = words - 1 + first_new as u32;
+        self.words += counted;
+        self.link_words += counted * in_link as u32;
         if t.len() > self.start && self.pending_space {
             t.push(' ');
             self.link_bytes += in_link as u32;
         }
         self.pending_space = false;
-        t.push_str(part);
+        t.push_str(run);
         if in_link {
-            self.link_bytes += part.len() as u32;
+            self.link_bytes += run.len() as u32;
         }
     }
 
@@ -186,8 +190,40 @@ impl Builder {
     }
 }
 
-/// ASCII whitespace as `char::is_whitespace` has it (tab, LF, VT, FF, CR, space), and NUL.
+/// Byte classes of [`Builder::text`]: ASCII other than whitespace, ASCII whitespace as
+/// `char::is_whitespace` has it (tab, LF, VT, FF, CR, space) and NUL, and the lead or
+/// continuation bytes of wider characters.
+const PLAIN: u8 = 0;
+const SPACE: u8 = 1;
+const WIDE: u8 = 2;
+static CLASS: [u8; 256] = {
+    let mut t = [WIDE; 256];
+    let mut c = 0;
+    while c < 128 {
+        t[c] = match c as u8 {
+            b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' | 0 => SPACE,
+            _ => PLAIN,
+        };
+        c += 1;
+    }
+    t
+};
+
+/// The length of the character at `s[i..]` (a lead byte ≥ 0x80) if it is whitespace, else 0.
 #[inline]
-fn is_ascii_space(c: u8) -> bool {
-    matches!(c, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ' | 0)
+fn wide_space(s: &str, i: usize) -> usize {
+    match s[i..].chars().next() {
+        Some(c) if c.is_whitespace() => c.len_utf8(),
+        _ => 0,
+    }
+}
+
+/// The length of a UTF-8 sequence from its lead byte.
+#[inline]
+fn utf8_len(lead: u8) -> usize {
+    match lead {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        _ => 2,
+    }
 }

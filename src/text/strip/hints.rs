@@ -16,13 +16,18 @@ pub const CONTENT: i32 = 1;
 /// - page layout around the content (footer, sidebar, menu, …): boilerplate too, unless the
 ///   container holds most of the page (a layout wrapper);
 /// - content (article, post body, …).
-fn word_hint(word: &str) -> i32 {
-    // hint words are at most 16 bytes; longer words are no hint
+fn word_hint(word: &[u8]) -> i32 {
+    // hint words are 2 to 16 bytes long; other words are no hint
     let mut buf = [0u8; 16];
     let Some(lower) = buf.get_mut(..word.len()) else {
         return 0;
     };
-    lower.copy_from_slice(word.as_bytes());
+    // most words are no hint: reject them by length and first letter before lowercasing
+    const FIRST: [u32; 17] = first_letters();
+    if FIRST[word.len()] & (1 << (word[0] | 0x20).wrapping_sub(b'a').min(31)) == 0 {
+        return 0;
+    }
+    lower.copy_from_slice(word);
     lower.make_ascii_lowercase();
     match &*lower {
         b"ad" | b"ads" | b"advert" | b"advertisement" | b"breadcrumb" | b"breadcrumbs"
@@ -38,6 +43,72 @@ fn word_hint(word: &str) -> i32 {
     }
 }
 
+/// Every hint word (lowercase).
+const HINT_WORDS: [&str; 50] = [
+    "ad",
+    "ads",
+    "advert",
+    "advertisement",
+    "breadcrumb",
+    "breadcrumbs",
+    "comment",
+    "commenting",
+    "commentlist",
+    "comments",
+    "consent",
+    "cookie",
+    "cookies",
+    "disqus",
+    "gdpr",
+    "modal",
+    "newsletter",
+    "pagination",
+    "popup",
+    "promo",
+    "recommended",
+    "related",
+    "share",
+    "sharing",
+    "signup",
+    "social",
+    "sponsor",
+    "sponsored",
+    "subscribe",
+    "subscription",
+    "banner",
+    "footer",
+    "masthead",
+    "menu",
+    "nav",
+    "navbar",
+    "navigation",
+    "pager",
+    "sidebar",
+    "toolbar",
+    "article",
+    "articlebody",
+    "body",
+    "content",
+    "entry",
+    "hentry",
+    "main",
+    "post",
+    "story",
+    "text",
+];
+
+/// For each word length, the first letters of the hint words of that length, as bits.
+const fn first_letters() -> [u32; 17] {
+    let mut t = [0u32; 17];
+    let mut i = 0;
+    while i < HINT_WORDS.len() {
+        let w = HINT_WORDS[i].as_bytes();
+        t[w.len()] |= 1 << (w[0] - b'a');
+        i += 1;
+    }
+    t
+}
+
 /// Content hint of a container element, from its tag and its class and id words (split on
 /// non-alphanumerics): [`BOILERPLATE`] for a `dialog` or a boilerplate word (comment,
 /// cookie, popup, …), else [`LAYOUT`] for `nav`, `aside`, `footer`, `form` or a layout
@@ -48,15 +119,20 @@ pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Option<i32> {
-    let tag = container_tag_weight(name)?;
+    Some(weight_with(container_tag_weight(name)?, attrs))
+}
+
+/// [`container_weight`] of a container whose tag weighs `tag`.
+pub(super) fn weight_with<'a>(tag: i32, attrs: impl Iterator<Item = (&'a str, &'a str)>) -> i32 {
     let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
     for (k, v) in attrs {
         if k != "class" && k != "id" {
             continue;
         }
         for word in v
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|w| !w.is_empty())
+            .as_bytes()
+            .split(|c| !c.is_ascii_alphanumeric())
+            .filter(|w| (2..=16).contains(&w.len()))
         {
             match word_hint(word) {
                 BOILERPLATE => boilerplate = true,
@@ -66,13 +142,13 @@ pub fn container_weight<'a>(
             }
         }
     }
-    Some(if boilerplate {
+    if boilerplate {
         BOILERPLATE
     } else if layout {
         LAYOUT
     } else {
         pos as i32 * CONTENT
-    })
+    }
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.
@@ -83,5 +159,21 @@ pub(super) fn container_tag_weight(name: &str) -> Option<i32> {
         "nav" | "aside" | "footer" | "form" => Some(LAYOUT),
         "div" | "section" | "header" | "ul" | "ol" | "table" | "figure" | "span" | "td" => Some(0),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hint_word_is_known_and_passes_the_first_letter_filter() {
+        for w in HINT_WORDS {
+            assert_ne!(word_hint(w.as_bytes()), 0, "{w}");
+            assert_ne!(word_hint(w.to_uppercase().as_bytes()), 0, "{w}");
+        }
+        for w in ["adx", "x", "navs", "contents", "a", "footers", "1ad", "ad1"] {
+            assert_eq!(word_hint(w.as_bytes()), 0, "{w}");
+        }
     }
 }

@@ -10,7 +10,7 @@ use html5ever::tokenizer::{
     BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
 };
 
-use super::rules::{Next, Raw, Rules};
+use super::rules::{tag_info, Next, Raw, Rules};
 use super::Stripped;
 
 struct Sink(RefCell<Rules>);
@@ -24,7 +24,7 @@ impl TokenSink for Sink {
             Token::TagToken(tag) => match tag.kind {
                 TagKind::StartTag => {
                     let attrs = tag.attrs.iter().map(|a| (&*a.name.local, &*a.value));
-                    match rules.start_tag(&tag.name, tag.self_closing, attrs) {
+                    match rules.start_tag(&tag.name, tag_info(&tag.name), tag.self_closing, attrs) {
                         Next::Data => TokenSinkResult::Continue,
                         Next::Plaintext => TokenSinkResult::Plaintext,
                         Next::Raw(Raw::Script) => TokenSinkResult::RawData(RawKind::ScriptData),
@@ -33,7 +33,7 @@ impl TokenSink for Sink {
                     }
                 }
                 TagKind::EndTag => {
-                    rules.end_tag(&tag.name);
+                    rules.end_tag(&tag.name, tag_info(&tag.name));
                     TokenSinkResult::Continue
                 }
             },

@@ -4,7 +4,7 @@
 //! `script`, `style`, `title`, …), so both tokenizers split the input the same way.
 
 use super::builder::Builder;
-use super::hints::{container_tag_weight, container_weight};
+use super::hints::{container_tag_weight, weight_with};
 use super::{BlockKind, Stripped};
 
 /// How an element affects text extraction.
@@ -25,25 +25,86 @@ pub(super) enum Role {
 }
 
 pub(super) fn role(name: &str) -> Role {
-    match name {
-        // Only elements that are always closed (or raw text) hide their content: a void
-        // or often-unclosed element (embed, object, button) must not hide the rest of a page.
-        "script" | "style" | "noscript" | "template" | "svg" | "math" | "iframe" | "noembed"
-        | "noframes" | "select" | "textarea" => Role::Hidden,
-        "head" => Role::Head,
-        "title" => Role::Block(BlockKind::Title),
-        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => Role::Block(BlockKind::Heading),
-        "p" => Role::Block(BlockKind::Paragraph),
-        "li" | "dt" | "dd" => Role::Block(BlockKind::ListItem),
-        "td" | "th" | "caption" => Role::Block(BlockKind::Cell),
-        "div" | "section" | "article" | "main" | "header" | "footer" | "nav" | "aside" | "ul"
-        | "ol" | "dl" | "table" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote" | "pre"
-        | "figure" | "figcaption" | "form" | "fieldset" | "legend" | "address" | "details"
-        | "summary" | "body" | "html" | "center" | "option" | "label" | "menu" | "hgroup"
-        | "dialog" | "frameset" | "frame" | "xmp" => Role::Block(BlockKind::Text),
-        "br" | "hr" | "img" | "input" | "wbr" => Role::Break,
-        "a" => Role::Link,
-        _ => Role::Inline,
+    tag_info(name).role
+}
+
+/// Everything the rules know of an element, from one lookup of its name.
+#[derive(Clone, Copy)]
+pub(super) struct Info {
+    pub(super) role: Role,
+    /// Its hint as a container by tag ([`container_tag_weight`]); `None`: no container.
+    pub(super) container: Option<i32>,
+    /// Read as raw text: how, and whether its text is hidden.
+    raw: Option<(Raw, bool)>,
+    /// May stand in `<head>` (`meta`, `link`, …): does not end the head.
+    head_element: bool,
+    /// The name, for elements whose end tags are matched (containers, hidden elements).
+    name: &'static str,
+}
+
+/// One lookup for [`Info`].
+pub(super) fn tag_info(name: &str) -> Info {
+    use BlockKind::*;
+    let block = |kind| Role::Block(kind);
+    let (role, raw, head_element, name): (Role, Option<(Raw, bool)>, bool, &'static str) =
+        match name {
+            // Only elements that are always closed (or raw text) hide their content: a void
+            // or often-unclosed element (embed, object, button) must not hide the rest of
+            // a page.
+            "script" => (Role::Hidden, Some((Raw::Script, true)), true, "script"),
+            "style" => (Role::Hidden, Some((Raw::Rawtext, true)), true, "style"),
+            "noscript" => (Role::Hidden, Some((Raw::Rawtext, true)), true, "noscript"),
+            "iframe" => (Role::Hidden, Some((Raw::Rawtext, true)), false, "iframe"),
+            "noembed" => (Role::Hidden, Some((Raw::Rawtext, true)), false, "noembed"),
+            "noframes" => (Role::Hidden, Some((Raw::Rawtext, true)), false, "noframes"),
+            "textarea" => (Role::Hidden, Some((Raw::Rcdata, true)), false, "textarea"),
+            "template" => (Role::Hidden, None, true, "template"),
+            "svg" => (Role::Hidden, None, false, "svg"),
+            "math" => (Role::Hidden, None, false, "math"),
+            "select" => (Role::Hidden, None, false, "select"),
+            "head" => (Role::Head, None, false, ""),
+            "title" => (block(Title), Some((Raw::Rcdata, false)), true, "title"),
+            "xmp" => (block(Text), Some((Raw::Rawtext, false)), false, "xmp"),
+            "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => (block(Heading), None, false, ""),
+            "p" => (block(Paragraph), None, false, ""),
+            "li" | "dt" | "dd" => (block(ListItem), None, false, ""),
+            "td" => (block(Cell), None, false, "td"),
+            "th" | "caption" => (block(Cell), None, false, ""),
+            "div" => (block(Text), None, false, "div"),
+            "section" => (block(Text), None, false, "section"),
+            "article" => (block(Text), None, false, "article"),
+            "main" => (block(Text), None, false, "main"),
+            "header" => (block(Text), None, false, "header"),
+            "footer" => (block(Text), None, false, "footer"),
+            "nav" => (block(Text), None, false, "nav"),
+            "aside" => (block(Text), None, false, "aside"),
+            "ul" => (block(Text), None, false, "ul"),
+            "ol" => (block(Text), None, false, "ol"),
+            "table" => (block(Text), None, false, "table"),
+            "figure" => (block(Text), None, false, "figure"),
+            "form" => (block(Text), None, false, "form"),
+            "dialog" => (block(Text), None, false, "dialog"),
+            "dl" | "thead" | "tbody" | "tfoot" | "tr" | "blockquote" | "pre" | "figcaption"
+            | "fieldset" | "legend" | "address" | "details" | "summary" | "body" | "html"
+            | "center" | "option" | "label" | "menu" | "hgroup" | "frameset" | "frame" => {
+                (block(Text), None, false, "")
+            }
+            "br" | "hr" | "img" | "input" | "wbr" => (Role::Break, None, false, ""),
+            "a" => (Role::Link, None, false, ""),
+            "span" => (Role::Inline, None, false, "span"),
+            "meta" | "link" | "base" => (Role::Inline, None, true, ""),
+            _ => (Role::Inline, None, false, ""),
+        };
+    Info {
+        role,
+        container: if name.is_empty() {
+            None
+        } else {
+            container_tag_weight(name)
+        },
+        raw,
+        head_element,
+        name,
     }
 }
 
@@ -69,41 +130,6 @@ pub(super) enum Next {
     Plaintext,
 }
 
-/// Elements whose content the tokenizer must read as raw text; hidden ones are skipped.
-fn raw_kind(name: &str) -> Option<(Raw, &'static str, bool)> {
-    Some(match name {
-        "script" => (Raw::Script, "script", true),
-        "style" => (Raw::Rawtext, "style", true),
-        "noscript" => (Raw::Rawtext, "noscript", true),
-        "iframe" => (Raw::Rawtext, "iframe", true),
-        "noembed" => (Raw::Rawtext, "noembed", true),
-        "noframes" => (Raw::Rawtext, "noframes", true),
-        "xmp" => (Raw::Rawtext, "xmp", false),
-        "textarea" => (Raw::Rcdata, "textarea", true),
-        "title" => (Raw::Rcdata, "title", false),
-        _ => return None,
-    })
-}
-
-/// The names of hidden elements whose content is tokenized (not raw text).
-fn hidden_name(name: &str) -> &'static str {
-    match name {
-        "template" => "template",
-        "svg" => "svg",
-        "math" => "math",
-        "select" => "select",
-        // raw-text elements never get here; any other name is not hidden
-        _ => "",
-    }
-}
-
-fn is_head_element(name: &str) -> bool {
-    matches!(
-        name,
-        "meta" | "link" | "script" | "style" | "title" | "base" | "noscript" | "template"
-    )
-}
-
 /// Open containers; bounded so hostile nesting cannot grow it.
 #[derive(Default)]
 struct Containers {
@@ -114,36 +140,13 @@ struct Containers {
 
 const MAX_CONTAINERS: usize = 256;
 
-/// The container names of [`container_tag_weight`].
-fn container_name(name: &str) -> &'static str {
-    match name {
-        "article" => "article",
-        "main" => "main",
-        "dialog" => "dialog",
-        "nav" => "nav",
-        "aside" => "aside",
-        "footer" => "footer",
-        "form" => "form",
-        "div" => "div",
-        "section" => "section",
-        "header" => "header",
-        "ul" => "ul",
-        "ol" => "ol",
-        "table" => "table",
-        "figure" => "figure",
-        "span" => "span",
-        "td" => "td",
-        _ => "",
-    }
-}
-
 impl Containers {
-    fn open(&mut self, name: &str, weight: i32, b: &mut Builder) {
+    fn open(&mut self, name: &'static str, weight: i32, b: &mut Builder) {
         if self.stack.len() >= MAX_CONTAINERS {
             self.overflow += 1;
             return;
         }
-        self.stack.push(container_name(name));
+        self.stack.push(name);
         b.enter(weight);
     }
 
@@ -177,10 +180,12 @@ pub(super) struct Rules {
 }
 
 impl Rules {
-    /// A start tag; `attrs` are its attributes (name, value), read only for containers.
+    /// A start tag of `name` ([`tag_info`] of it: `info`); `attrs` are its attributes
+    /// (name, value), read only for containers.
     pub(super) fn start_tag<'a>(
         &mut self,
         name: &str,
+        info: Info,
         self_closing: bool,
         attrs: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Next {
@@ -188,20 +193,20 @@ impl Rules {
         if self.raw_hidden.is_some() {
             return Next::Data;
         }
-        let r = role(name);
+        let r = info.role;
         if r == Role::Head {
             self.in_head = true;
             return Next::Data;
         }
-        if name == "body" || (self.in_head && !is_head_element(name)) {
+        if name == "body" || (self.in_head && !info.head_element) {
             self.in_head = false;
         }
-        if let Some((kind, static_name, hidden)) = raw_kind(name) {
+        if let Some((kind, hidden)) = info.raw {
             if self_closing {
                 return Next::Data;
             }
             if hidden || self.hidden.is_some() {
-                self.raw_hidden = Some(static_name);
+                self.raw_hidden = Some(info.name);
             } else if name == "title" {
                 // the title is visible even inside <head>
                 self.b.boundary(BlockKind::Title);
@@ -216,13 +221,12 @@ impl Rules {
             }
             return Next::Data;
         }
-        if !self_closing && container_tag_weight(name).is_some() {
-            if let Some(w) = container_weight(name, attrs) {
-                self.containers.open(name, w, &mut self.b);
-            }
+        if let (false, Some(tag)) = (self_closing, info.container) {
+            self.containers
+                .open(info.name, weight_with(tag, attrs), &mut self.b);
         }
         match r {
-            Role::Hidden if !self_closing => self.hidden = Some((hidden_name(name), 1)),
+            Role::Hidden if !self_closing => self.hidden = Some((info.name, 1)),
             Role::Block(kind) => self.b.boundary(kind),
             Role::Break => self.b.boundary(BlockKind::Text),
             Role::Link if !self_closing => self.link_depth += 1,
@@ -234,8 +238,8 @@ impl Rules {
         Next::Data
     }
 
-    /// An end tag.
-    pub(super) fn end_tag(&mut self, name: &str) {
+    /// An end tag of `name` ([`tag_info`] of it: `info`).
+    pub(super) fn end_tag(&mut self, name: &str, info: Info) {
         self.b.tags += 1;
         if let Some(raw) = self.raw_hidden {
             if name == raw {
@@ -243,7 +247,7 @@ impl Rules {
             }
             return;
         }
-        let r = role(name);
+        let r = info.role;
         if r == Role::Head {
             self.in_head = false;
             return;
@@ -262,7 +266,7 @@ impl Rules {
             Role::Link => self.link_depth = self.link_depth.saturating_sub(1),
             _ => {}
         }
-        if container_tag_weight(name).is_some() {
+        if info.container.is_some() {
             self.containers.close(name, &mut self.b);
         }
     }

@@ -8,7 +8,7 @@
 use memchr::{memchr, memchr2, memchr3};
 
 use super::entities::char_ref;
-use super::rules::{Next, Raw, Rules};
+use super::rules::{tag_info, Next, Raw, Rules};
 use super::Stripped;
 
 /// Strips `html` in one pass over its bytes.
@@ -31,6 +31,20 @@ pub(super) fn strip(html: &str) -> Stripped {
 fn is_tag_space(c: u8) -> bool {
     matches!(c, b'\t' | b'\n' | 0x0C | b' ' | b'\r')
 }
+
+/// Bytes that end an attribute name: whitespace, `/`, `>`, `=`.
+static ENDS_NAME: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'\t' as usize] = true;
+    t[b'\n' as usize] = true;
+    t[0x0C] = true;
+    t[b' ' as usize] = true;
+    t[b'\r' as usize] = true;
+    t[b'/' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'=' as usize] = true;
+    t
+};
 
 /// A class or id value found in a tag: its byte range and whether it holds an `&`.
 #[derive(Clone, Copy)]
@@ -175,12 +189,13 @@ impl<'a> Scanner<'a> {
     fn tag_named(&mut self, name: &str, i: usize, end_tag: bool) -> usize {
         let b = self.src.as_bytes();
         let n = b.len();
-        let want = !end_tag && super::hints::container_tag_weight(name).is_some();
+        let info = tag_info(name);
+        let want = !end_tag && info.container.is_some();
         let Some(t) = attributes(b, i, want) else {
             return n;
         };
         if end_tag {
-            self.rules.end_tag(name);
+            self.rules.end_tag(name, info);
             return t.end;
         }
         let src = self.src;
@@ -208,7 +223,7 @@ impl<'a> Scanner<'a> {
             .map(|v| ("class", v))
             .into_iter()
             .chain(id.map(|v| ("id", v)));
-        let next = self.rules.start_tag(name, t.self_closing, attrs);
+        let next = self.rules.start_tag(name, info, t.self_closing, attrs);
         match next {
             Next::Data => t.end,
             Next::Raw(kind) => self.raw(t.end, kind, name),
@@ -280,7 +295,7 @@ impl<'a> Scanner<'a> {
         let b = self.src.as_bytes();
         match attributes(b, after_name, false) {
             Some(t) => {
-                self.rules.end_tag(name);
+                self.rules.end_tag(name, tag_info(name));
                 t.end
             }
             None => b.len(),
@@ -547,7 +562,14 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
                 }
             },
             S::Name => match c {
-                _ if is_tag_space(c) || c == b'/' || c == b'>' || c == b'=' => {
+                _ if !ENDS_NAME[c as usize] => {
+                    // the rest of the name in one loop
+                    i += 1;
+                    while i < n && !ENDS_NAME[b[i] as usize] {
+                        i += 1;
+                    }
+                }
+                _ => {
                     which = classify(&t, &b[name_start..i]);
                     // an attribute without a value is empty
                     if which != 0 {
@@ -564,7 +586,6 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
                     };
                     i += 1;
                 }
-                _ => i += 1,
             },
             S::AfterName => match c {
                 _ if is_tag_space(c) => i += 1,

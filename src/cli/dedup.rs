@@ -190,10 +190,21 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     std::thread::scope(|scope| -> Result<()> {
         let signer = &signer;
         let pool = &pool;
+        // reading overlaps signing: one thread reads batches, another hands them to the
+        // signing pool, the decisions are made here in input order
+        let (read_tx, read_rx) = crossbeam_channel::bounded::<Result<Vec<Line>>>(1);
         scope.spawn(move || {
             let mut number = 0u64;
             loop {
                 let batch = input::read_batch(&mut reader, &mut number, 512, 32 << 20, max_record);
+                let done = matches!(&batch, Ok(l) if l.is_empty()) || batch.is_err();
+                if read_tx.send(batch).is_err() || done {
+                    break;
+                }
+            }
+        });
+        scope.spawn(move || {
+            for batch in read_rx.iter() {
                 let msg = batch.map(|lines| {
                     let prepared = pool.install(|| prepare(&lines, signer, max_record));
                     (lines, prepared)

@@ -109,6 +109,8 @@ struct WordCache {
     /// The [`Tokenizer::id`] the entries belong to.
     owner: u64,
     short: FxHashMap<u128, Short>,
+    /// Words of up to 7 bytes (most words), in half the room.
+    tiny: FxHashMap<u64, Short>,
     /// The stems of `short`'s entries, one after another.
     arena: String,
     long: FxHashMap<Box<str>, Known>,
@@ -128,6 +130,7 @@ const NO_STEM: u8 = u8::MAX;
 impl WordCache {
     fn clear(&mut self) {
         self.short.clear();
+        self.tiny.clear();
         self.arena.clear();
         self.long.clear();
     }
@@ -202,12 +205,20 @@ impl Tokenizer {
             }
         }
         let lower = &out.buf[start..];
-        if cache.short.len() + cache.long.len() >= STEM_CACHE_WORDS {
+        if cache.tiny.len() + cache.short.len() + cache.long.len() >= STEM_CACHE_WORDS {
             cache.clear();
         }
         let flags = match short_key(lower.as_bytes()) {
             Some(key) => {
-                let entry = match cache.short.get(&key) {
+                let tiny = lower.len() <= 7;
+                // up to 7 bytes: the bytes, then the length in the last byte
+                let tiny_key = (key as u64 & 0x00ff_ffff_ffff_ffff) | ((lower.len() as u64) << 56);
+                let found = if tiny {
+                    cache.tiny.get(&tiny_key)
+                } else {
+                    cache.short.get(&key)
+                };
+                let entry = match found {
                     Some(&e) => e,
                     None => {
                         let known = self.learn(lower);
@@ -221,7 +232,11 @@ impl Tokenizer {
                             e.stem_at = cache.arena.len() as u32;
                             cache.arena.push_str(&stem);
                         }
-                        cache.short.insert(key, e);
+                        if tiny {
+                            cache.tiny.insert(tiny_key, e);
+                        } else {
+                            cache.short.insert(key, e);
+                        }
                         e
                     }
                 };

@@ -44,13 +44,17 @@ fn benches(c: &mut Criterion) {
     let bytes: usize = pages.iter().map(|p| p.0.len()).sum();
     let cfg = SignatureConfig::default();
     let signer = Signer::new(&cfg).unwrap();
+    let bytes_opts = StripOptions {
+        mode: StripMode::Bytes,
+        max_bytes: cfg.max_page_bytes,
+    };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,
-        max_bytes: cfg.max_page_bytes,
+        ..bytes_opts
     };
     let tree_opts = StripOptions {
         mode: StripMode::Tree,
-        ..tokens_opts
+        ..bytes_opts
     };
 
     let mut g = c.benchmark_group("signing");
@@ -61,6 +65,14 @@ fn benches(c: &mut Criterion) {
             pages
                 .iter()
                 .map(|p| floor_pass(black_box(&p.0)))
+                .sum::<usize>()
+        })
+    });
+    g.bench_function("strip_bytes", |b| {
+        b.iter(|| {
+            pages
+                .iter()
+                .map(|p| strip(black_box(&p.0), &bytes_opts).text.len())
                 .sum::<usize>()
         })
     });
@@ -80,7 +92,7 @@ fn benches(c: &mut Criterion) {
                 .sum::<usize>()
         })
     });
-    let stripped: Vec<_> = pages.iter().map(|p| strip(&p.0, &tokens_opts)).collect();
+    let stripped: Vec<_> = pages.iter().map(|p| strip(&p.0, &bytes_opts)).collect();
     let spot = SpotParams {
         distance: cfg.spot_distance,
         chain: cfg.chain_len,

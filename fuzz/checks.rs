@@ -22,6 +22,27 @@ pub fn page(data: &[u8]) {
     assert_eq!(signed.fingerprint.len(), 1, "one 64-bit fingerprint");
 }
 
+/// The two tokenizing strip paths on the bytes as HTML: the byte scanner (the default) must
+/// give exactly what html5ever's tokenizer (the reference) gives.
+pub fn strip(data: &[u8]) {
+    use neardup::text::{strip, StripMode, StripOptions};
+    let html = String::from_utf8_lossy(data);
+    let run = |mode| {
+        strip(
+            &html,
+            &StripOptions {
+                mode,
+                max_bytes: 1 << 24,
+            },
+        )
+    };
+    let (bytes, tokens) = (run(StripMode::Bytes), run(StripMode::Tokens));
+    assert_eq!(
+        bytes, tokens,
+        "the byte scanner and html5ever's tokenizer differ"
+    );
+}
+
 /// The index's document record decoding: what decodes re-encodes to a record that decodes
 /// to the same fields.
 pub fn doc(data: &[u8]) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing with cargo fuzz (libFuzzer): the targets in fuzz/ (page: decode →
 # strip → sign → fingerprint; doc: the index's document records; index: arbitrary keys and
-# values in every column family under every read path), each for NEARDUP_FUZZ_SECONDS
-# (default 600) seconds; NEARDUP_FUZZ_TARGETS picks some ("page doc index" by default). An
+# values in every column family under every read path; strip: the byte scanner against
+# html5ever's tokenizer, which must agree exactly), each for NEARDUP_FUZZ_SECONDS
+# (default 600) seconds; NEARDUP_FUZZ_TARGETS picks some ("page doc index strip" by default). An
 # input that takes over 10 s (slow paths are defects here) or 4 GiB counts as a crash.
 # The corpus grows in fuzz/corpus/<target> (page and index seeded as tests/fuzz.rs seeds them;
 # doc starts empty and finds the record layout within seconds). A crashing
@@ -18,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${NEARDUP_FUZZ_SECONDS:-600}"
-targets="${NEARDUP_FUZZ_TARGETS:-page doc index}"
+targets="${NEARDUP_FUZZ_TARGETS:-page doc index strip}"
 
 if [ "${NEARDUP_FUZZ_STABLE:-0}" = 1 ]; then
   for t in $targets; do
@@ -38,7 +39,7 @@ else
 fi
 
 # seeds: the example records and the fixture pages as records
-mkdir -p fuzz/corpus/page fuzz/corpus/doc fuzz/corpus/index
+mkdir -p fuzz/corpus/page fuzz/corpus/doc fuzz/corpus/index fuzz/corpus/strip
 python3 - <<'PY'
 import json, pathlib, zlib
 out = pathlib.Path("fuzz/corpus/page")
@@ -49,6 +50,15 @@ for p in sorted(pathlib.Path("tests/data").glob("*.html")):
     lines.append(json.dumps({"url": "https://f.test/", "html": p.read_text()}).encode())
 for l in lines:
     (out / f"seed-{zlib.crc32(l):08x}").write_bytes(l)
+# strip: the same pages as bare HTML
+for l in lines:
+    try:
+        html = json.loads(l).get("html")
+    except (ValueError, AttributeError):
+        continue
+    if isinstance(html, str):
+        b = html.encode()
+        (pathlib.Path("fuzz/corpus/strip") / f"seed-{zlib.crc32(b):08x}").write_bytes(b)
 # index: each method, with an entry of a plausible key length in each column family
 # (method, then family, key length, value length, key, value), as tests/fuzz.rs seeds it
 out = pathlib.Path("fuzz/corpus/index")

@@ -1,6 +1,7 @@
 //! The fuzz targets' inputs in the test suite: every input kept under `tests/data/fuzz/`
-//! (`page-*`, `doc-*`, `index-*`, named after the target) is replayed by the default suite
-//! (`fuzz_regressions`). The coverage-guided fuzzers are cargo fuzz targets (`fuzz/`, run by
+//! (`page-*`, `doc-*`, `index-*`, `strip-*`, named after the target) is replayed by the
+//! default suite (`fuzz_regressions`), and `strip_paths_agree_on_mutated_pages` runs the
+//! strip target's differential check over a fixed set of generated pages. The coverage-guided fuzzers are cargo fuzz targets (`fuzz/`, run by
 //! `scripts/fuzz.sh`); `fuzz_for_a_while` is a mutation fuzzer over the same checks that
 //! needs only the stable toolchain (`NEARDUP_FUZZ_STABLE=1 scripts/fuzz.sh`). Seeds are the
 //! project's own fixtures.
@@ -61,6 +62,40 @@ impl Rng {
 
 const TOKENS: &[&[u8]] = &[
     b"<",
+    b"<title>",
+    b"</title >",
+    b"<textarea>",
+    b"<xmp>",
+    b"<plaintext>",
+    b"<svg><title>",
+    b"</svg>",
+    b"<template>",
+    b"<head>",
+    b"</head>",
+    b"<body>",
+    b"<a href=x>",
+    b"</a>",
+    b"<div class=\"post-content\">",
+    b"<div class='comments'>",
+    b"<nav id=x class=y class=popup>",
+    b"</div>",
+    b"<br/>",
+    b"<script><!--",
+    b"<script>",
+    b"--!>",
+    b"-->",
+    b"<!DOCTYPE html>",
+    b"<?xml?>",
+    b"</ >",
+    b"</>",
+    b"&eacute",
+    b"&notin;",
+    b"&#x80;",
+    b"&#",
+    b"\r\n",
+    b"\xef\xbb\xbf",
+    b"\xc2\xa0",
+    b"\xe2\x80\x83",
     b">",
     b"</",
     b"<!--",
@@ -162,6 +197,7 @@ fn fuzz_for_a_while() {
         })
         .collect();
     let index_seeds = index_seeds();
+    let html_seeds = html_seeds();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ secs);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut runs = 0u64;
@@ -170,6 +206,7 @@ fn fuzz_for_a_while() {
         let pool = match target.as_str() {
             "doc" => &doc_seeds,
             "index" => &index_seeds,
+            "strip" => &html_seeds,
             _ => &seeds,
         };
         let a = &pool[rng.below(pool.len())];
@@ -178,6 +215,7 @@ fn fuzz_for_a_while() {
         let r = std::panic::catch_unwind(|| match target.as_str() {
             "doc" => checks::doc(&input),
             "index" => checks::index(&input),
+            "strip" => checks::strip(&input),
             _ => checks::page(&input),
         });
         if r.is_err() {
@@ -189,6 +227,34 @@ fn fuzz_for_a_while() {
     }
     let _ = std::panic::take_hook();
     eprintln!("fuzz {target}: {runs} inputs in {secs} s, no panic");
+}
+
+/// Seeds of the strip target: the fixture pages and the example records' HTML.
+fn html_seeds() -> Vec<Vec<u8>> {
+    seeds()
+        .iter()
+        .filter_map(|s| serde_json::from_slice::<serde_json::Value>(s).ok())
+        .filter_map(|v| v["html"].as_str().map(|h| h.as_bytes().to_vec()))
+        .collect()
+}
+
+/// The byte scanner and html5ever's tokenizer agree on pages made by mutating the fixtures
+/// (a fixed sequence of generated inputs: markup, entities, raw text, comments, broken tags
+/// and UTF-8 spliced in anywhere).
+#[test]
+fn strip_paths_agree_on_mutated_pages() {
+    let seeds = html_seeds();
+    assert!(seeds.len() >= 5, "{} seeds", seeds.len());
+    let mut rng = Rng(0x5EED_0F_5791);
+    for i in 0..20_000 {
+        let a = &seeds[rng.below(seeds.len())];
+        let b = &seeds[rng.below(seeds.len())];
+        let input = mutate(&mut rng, a, b);
+        if std::panic::catch_unwind(|| checks::strip(&input)).is_err() {
+            let p = keep("strip", &input);
+            panic!("input {i}: the strip paths differ, kept in {}", p.display());
+        }
+    }
 }
 
 /// Seeds of the index target: each method, with an entry of a plausible key length in
@@ -236,7 +302,10 @@ fn fuzz_regressions() {
             Some("doc") => checks::doc(&bytes),
             Some("index") => checks::index(&bytes),
             Some("page") => checks::page(&bytes),
-            _ => panic!("{name}: a kept input is named after its target (page-, doc-, index-)"),
+            Some("strip") => checks::strip(&bytes),
+            _ => panic!(
+                "{name}: a kept input is named after its target (page-, doc-, index-, strip-)"
+            ),
         }
     }
 }

@@ -91,9 +91,16 @@ fn first_difference(a: &str, b: &str) -> String {
         .find(|((_, x), y)| x != y)
         .map(|((i, _), _)| i)
         .unwrap_or(a.len().min(b.len()));
-    let from = a.floor_char_boundary(at.saturating_sub(80));
+    let floor = |s: &str, mut i: usize| {
+        i = i.min(s.len());
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let from = floor(a, at.saturating_sub(80));
     let ctx = |s: &str| {
-        let end = s.floor_char_boundary((at + 80).min(s.len()));
+        let end = floor(s, at + 80);
         s[from.min(end)..end].replace('\n', "⏎")
     };
     format!("at byte {at}:\n  bytes : {}\n  tokens: {}", ctx(a), ctx(b))

@@ -589,23 +589,12 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
             },
             S::AfterName => match c {
                 _ if is_tag_space(c) => i += 1,
-                b'/' => {
-                    st = S::SelfClosing;
-                    i += 1
-                }
                 b'=' => {
                     st = S::BeforeValue;
                     i += 1
                 }
-                b'>' => {
-                    t.end = i + 1;
-                    return Some(t);
-                }
-                _ => {
-                    name_start = i;
-                    st = S::Name;
-                    i += 1
-                }
+                // anything else reads as before an attribute name
+                _ => st = S::BeforeName,
             },
             S::BeforeValue => match c {
                 _ if is_tag_space(c) => i += 1,

@@ -351,23 +351,24 @@ fn appropriate_end_tag(b: &[u8], lt: usize, name: &str) -> EndTag {
         return EndTag::No(lt + 1);
     }
     let p = lt + 2;
-    let letters = b[p..]
+    match tag_word(b, p) {
+        (j, _) if j == p => EndTag::No(p),
+        (j, true) if b[p..j].eq_ignore_ascii_case(name.as_bytes()) => EndTag::Yes(j),
+        (j, _) => EndTag::No(j),
+    }
+}
+
+/// The ASCII letters from `p` as a tag name inside raw text: where they end, and whether a
+/// byte that ends a tag name follows (whitespace, `/` or `>`).
+fn tag_word(b: &[u8], p: usize) -> (usize, bool) {
+    let j = p + b[p..]
         .iter()
         .take_while(|c| c.is_ascii_alphabetic())
         .count();
-    if letters == 0 {
-        return EndTag::No(p);
-    }
-    let j = p + letters;
-    match b.get(j) {
-        Some(&c)
-            if (is_tag_space(c) || c == b'/' || c == b'>')
-                && b[p..j].eq_ignore_ascii_case(name.as_bytes()) =>
-        {
-            EndTag::Yes(j)
-        }
-        _ => EndTag::No(j),
-    }
+    let ends = b
+        .get(j)
+        .is_some_and(|&c| is_tag_space(c) || c == b'/' || c == b'>');
+    (j, ends)
 }
 
 /// Script data from `from`: finds the `</script` that ends it, following the standard's
@@ -394,20 +395,11 @@ fn script_end(b: &[u8], from: usize) -> Option<(usize, usize)> {
                 EndTag::Yes(j) => Err((i - 1, j)),
                 EndTag::No(j) => Ok((j, S::Escaped)),
             },
-            Some(c) if c.is_ascii_alphabetic() => {
-                let letters = b[i..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_alphabetic())
-                    .count();
-                let j = i + letters;
-                match b.get(j) {
-                    Some(&c) if is_tag_space(c) || c == b'/' || c == b'>' => {
-                        let script = b[i..j].eq_ignore_ascii_case(b"script");
-                        Ok((j + 1, if script { S::Double } else { S::Escaped }))
-                    }
-                    _ => Ok((j, S::Escaped)),
-                }
-            }
+            Some(c) if c.is_ascii_alphabetic() => match tag_word(b, i) {
+                (j, true) if b[i..j].eq_ignore_ascii_case(b"script") => Ok((j + 1, S::Double)),
+                (j, true) => Ok((j + 1, S::Escaped)),
+                (j, false) => Ok((j, S::Escaped)),
+            },
             _ => Ok((i, S::Escaped)),
         }
     };
@@ -416,18 +408,10 @@ fn script_end(b: &[u8], from: usize) -> Option<(usize, usize)> {
         if b.get(i) != Some(&b'/') {
             return (i, S::Double);
         }
-        let p = i + 1;
-        let letters = b[p.min(n)..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphabetic())
-            .count();
-        let j = p + letters;
-        match b.get(j) {
-            Some(&c) if is_tag_space(c) || c == b'/' || c == b'>' => {
-                let script = b[p..j].eq_ignore_ascii_case(b"script");
-                (j + 1, if script { S::Escaped } else { S::Double })
-            }
-            _ => (j, S::Double),
+        match tag_word(b, i + 1) {
+            (j, true) if b[i + 1..j].eq_ignore_ascii_case(b"script") => (j + 1, S::Escaped),
+            (j, true) => (j + 1, S::Double),
+            (j, false) => (j, S::Double),
         }
     };
     while i < n {

@@ -97,8 +97,18 @@ pub struct IndexRow {
     pub rss_mib: f64,
     /// Peak resident memory, MiB.
     pub peak_rss_mib: f64,
-    /// Seconds to reopen the index (the in-memory lists are rebuilt).
+    /// Seconds to write the lists snapshot at the end of the run (a clean shutdown).
+    #[serde(default)]
+    pub snapshot_seconds: f64,
+    /// Bytes of the lists snapshot per document.
+    #[serde(default)]
+    pub snapshot_bytes_per_doc: f64,
+    /// Seconds to reopen the index after a clean shutdown (the lists read from the snapshot).
     pub reopen_seconds: f64,
+    /// Seconds to reopen the index without a snapshot (after a crash: the lists rebuilt from
+    /// every stored signature set).
+    #[serde(default)]
+    pub rebuild_seconds: f64,
     /// Copies whose Jaccard to their original reaches τ.
     pub copies_expected: u64,
     /// Of those, decided duplicate.
@@ -272,11 +282,33 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     row.rss_mib = status_kib("VmRSS:") / 1024.0;
     row.peak_rss_mib = status_kib("VmHWM:") / 1024.0;
     row.dir_bytes_per_doc = dir_bytes(dir) as f64 / docs;
+    // a clean shutdown: the lists are saved, and reopening reads them
+    let t = Instant::now();
+    let snapshot = dedup.index_mut().save_lists()?;
+    row.snapshot_seconds = t.elapsed().as_secs_f64();
+    if let Some(path) = &snapshot {
+        row.snapshot_bytes_per_doc = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / docs;
+    }
     drop(dedup);
     let t = Instant::now();
-    let reopened = Index::open_dir(dir, params)?;
+    let reopened = Index::open_dir(dir, params.clone())?;
     row.reopen_seconds = t.elapsed().as_secs_f64();
+    if let Some(r) = reopened.lists_restore() {
+        if let Some(why) = &r.snapshot_refused {
+            bail!("the lists snapshot written at the end of the run was refused: {why}");
+        }
+    }
     drop(reopened);
+    // after a crash there is no usable snapshot: the lists are rebuilt from `docs`
+    if let Some(path) = &snapshot {
+        std::fs::remove_file(path)?;
+        let t = Instant::now();
+        let rebuilt = Index::open_dir(dir, params)?;
+        row.rebuild_seconds = t.elapsed().as_secs_f64();
+        drop(rebuilt);
+    } else {
+        row.rebuild_seconds = row.reopen_seconds;
+    }
     Ok(row)
 }
 
@@ -414,9 +446,9 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
 
 fn print_header() {
     println!(
-        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | RSS MiB (peak) | build s | reopen s | copies found |"
+        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | lists snapshot B/doc | RSS MiB (peak) | build s | reopen s: snapshot / rebuild | copies found |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn print_row(r: &IndexRow) {
@@ -434,7 +466,7 @@ fn print_row(r: &IndexRow) {
         r.docs.to_string()
     };
     println!(
-        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} | {:.4} ({} of {}) |",
+        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1} | {:.4} ({} of {}) |",
         r.method,
         r.decisions_per_second,
         r.first_decisions_per_second,
@@ -446,10 +478,12 @@ fn print_row(r: &IndexRow) {
         fp,
         r.dir_bytes_per_doc,
         r.lists_bytes_per_doc,
+        r.snapshot_bytes_per_doc,
         r.rss_mib,
         r.peak_rss_mib,
         r.build_seconds,
         r.reopen_seconds,
+        r.rebuild_seconds,
         r.copies_found as f64 / r.copies_expected.max(1) as f64,
         r.copies_found,
         r.copies_expected,

@@ -132,6 +132,9 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         .unwrap_or_else(|| PathBuf::from("neardup-index"));
     let index = Index::open_dir(&index_dir, params.clone())
         .with_context(|| format!("cannot open index {}", index_dir.display()))?;
+    if let Some(why) = index.lists_restore().and_then(|r| r.snapshot_refused.as_ref()) {
+        eprintln!("neardup dedup: lists snapshot not used ({why}); the lists were rebuilt");
+    }
     let mut dedup = Deduplicator::new(index)?;
     let signer = dedup.signer();
     let keep_text = !io.no_text.unwrap_or(false);
@@ -312,6 +315,8 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         w.flush()?;
     }
     dedup.index().flush()?;
+    // the next run reads the lists instead of rebuilding them from every document
+    dedup.index_mut().save_lists()?;
     if let Some(pb) = progress {
         pb.finish_and_clear();
     }

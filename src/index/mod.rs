@@ -30,7 +30,7 @@ pub mod lists;
 pub mod reader;
 pub mod store;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -62,6 +62,11 @@ pub const READABLE_FORMATS: [u32; 2] = [3, 4];
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
 const META_NEXT_DOC: &[u8] = b"next_doc";
+/// A number that changes whenever documents leave the index, so that a lists snapshot taken
+/// before a removal is never used after it.
+const META_LISTS_EPOCH: &[u8] = b"lists_epoch";
+/// The lists snapshot, beside the database's files.
+pub const LISTS_SNAPSHOT: &str = "lists.snapshot";
 
 /// Which index finds candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -226,6 +231,39 @@ pub struct Index {
     /// the insert that follows it.
     last_query: Vec<u32>,
     last_counts: Vec<u32>,
+    /// The index's `meta/lists_epoch`.
+    epoch: u64,
+    /// How the lists were brought up when the index was opened.
+    restore: Option<ListsRestore>,
+}
+
+/// How the in-memory lists were brought up when an index was opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListsRestore {
+    /// Read from the snapshot file (documents below `replayed_from` came from it).
+    pub from_snapshot: bool,
+    /// Unique documents entered from the `docs` family (all of them without a snapshot).
+    pub replayed: u64,
+    /// The documents from this number on were entered from `docs`.
+    pub replayed_from: u64,
+    /// Why a snapshot present in the directory was not used.
+    pub snapshot_refused: Option<String>,
+    /// Seconds spent.
+    pub seconds: f64,
+}
+
+/// A fresh epoch: different from any earlier one of this index with overwhelming
+/// probability (clock and process mixed).
+fn new_epoch() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = nanos ^ (u64::from(std::process::id()) << 40) ^ 0x9e37_79b9_7f4a_7c15;
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
@@ -343,6 +381,16 @@ impl Index {
     /// `src` unchanged.
     pub fn checkpoint(src: &Path, dst: &Path) -> Result<(), IndexError> {
         RocksStore::checkpoint(src, dst)?;
+        // a lists snapshot stays usable for the copy (it never holds more than the index)
+        let snap = src.join(LISTS_SNAPSHOT);
+        if snap.exists() {
+            let to = dst.join(LISTS_SNAPSHOT);
+            if std::fs::hard_link(&snap, &to).is_err() {
+                std::fs::copy(&snap, &to).map_err(|e| {
+                    IndexError::Corrupt(format!("copying {}: {e}", snap.display()))
+                })?;
+            }
+        }
         Ok(())
     }
 
@@ -399,6 +447,20 @@ impl Index {
             ),
             None => 0,
         };
+        let epoch = match store.get(Family::Meta, META_LISTS_EPOCH)? {
+            Some(v) => u64::from_be_bytes(
+                v.as_slice()
+                    .try_into()
+                    .map_err(|_| IndexError::Corrupt("lists_epoch".into()))?,
+            ),
+            None => {
+                let e = new_epoch();
+                let mut b = Batch::default();
+                b.put(Family::Meta, META_LISTS_EPOCH, &e.to_be_bytes());
+                store.write(b)?;
+                e
+            }
+        };
         let mut index = Index {
             store: Arc::from(store),
             params,
@@ -412,21 +474,104 @@ impl Index {
             scratch_set: Vec::new(),
             last_query: Vec::new(),
             last_counts: Vec::new(),
+            epoch,
+            restore: None,
         };
-        index.rebuild_lists(stop)?;
+        index.restore_lists(stop)?;
         Ok(index)
     }
 
-    /// Enters every stored unique document in the in-memory lists, in document order.
-    fn rebuild_lists(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
-        let Some(lists) = self.lists.as_mut() else {
+    /// Path of the lists snapshot, for an index on disk with lists.
+    fn snapshot_path(&self) -> Option<PathBuf> {
+        self.lists.as_ref()?;
+        Some(self.store.dir()?.join(LISTS_SNAPSHOT))
+    }
+
+    /// Brings up the in-memory lists: from the snapshot when there is a usable one, then
+    /// the unique documents numbered from the snapshot's `next_doc` on (all of them without
+    /// one), in document order.
+    fn restore_lists(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        let Some(lists) = self.lists.as_ref() else {
             return Ok(());
+        };
+        let t = std::time::Instant::now();
+        let (tau, filter) = (lists.tau(), lists.count_filter());
+        let mut from = 0;
+        let mut from_snapshot = false;
+        let mut refused = None;
+        if let Some(path) = self.snapshot_path().filter(|p| p.exists()) {
+            match lists::Lists::load(&path, tau, filter) {
+                Ok((loaded, stamp)) if stamp.epoch != self.epoch => {
+                    drop(loaded);
+                    refused = Some(
+                        "documents were removed after it was taken (another epoch)".to_string(),
+                    );
+                }
+                Ok((loaded, stamp)) if stamp.next_doc > self.next_doc => {
+                    drop(loaded);
+                    refused = Some(format!(
+                        "it holds documents up to {} and the index only up to {}",
+                        stamp.next_doc, self.next_doc
+                    ));
+                }
+                Ok((loaded, stamp)) => {
+                    self.lists = Some(loaded);
+                    from = stamp.next_doc;
+                    from_snapshot = true;
+                }
+                Err(e) => refused = Some(format!("{}: {e}", path.display())),
+            }
+        }
+        let replayed = self.rebuild_lists(from, stop)?;
+        self.restore = Some(ListsRestore {
+            from_snapshot,
+            replayed,
+            replayed_from: from,
+            snapshot_refused: refused,
+            seconds: t.elapsed().as_secs_f64(),
+        });
+        Ok(())
+    }
+
+    /// How the lists were brought up when the index was opened (`None` without lists).
+    pub fn lists_restore(&self) -> Option<&ListsRestore> {
+        self.restore.as_ref()
+    }
+
+    /// Writes the lists snapshot beside the database (after flushing it), so that the next
+    /// open reads the lists instead of rebuilding them; returns its path, or `None` for an
+    /// index without lists or not on disk. Call it at a clean shutdown: a snapshot stays
+    /// usable while documents are only added (the newer ones are entered from `docs` when
+    /// it is read), and is set aside by the first removal.
+    pub fn save_lists(&mut self) -> Result<Option<PathBuf>, IndexError> {
+        let Some(path) = self.snapshot_path() else {
+            return Ok(None);
+        };
+        self.store.flush()?;
+        let stamp = lists::snapshot::Stamp {
+            epoch: self.epoch,
+            next_doc: self.next_doc,
+        };
+        if let Some(l) = self.lists.as_mut() {
+            l.save(&path, stamp).map_err(|e| {
+                IndexError::Corrupt(format!("writing {}: {e}", path.display()))
+            })?;
+        }
+        Ok(Some(path))
+    }
+
+    /// Enters every stored unique document numbered `from` or higher in the in-memory
+    /// lists, in document order; returns how many.
+    fn rebuild_lists(&mut self, from: u64, stop: &AtomicBool) -> Result<u64, IndexError> {
+        let Some(lists) = self.lists.as_mut() else {
+            return Ok(0);
         };
         let mut err = None;
         let mut set = Vec::new();
         let mut seen = 0u32;
+        let mut entered = 0u64;
         self.store
-            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+            .scan(Family::Docs, &from.to_be_bytes(), &[0xff; 9], &mut |k, v| {
                 seen = seen.wrapping_add(1);
                 if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
                     err = Some(IndexError::Interrupted);
@@ -445,6 +590,7 @@ impl Index {
                             err = Some(IndexError::Corrupt(e.to_string()));
                             return false;
                         }
+                        entered += 1;
                         true
                     }
                     Ok(false) => true,
@@ -456,7 +602,7 @@ impl Index {
             })?;
         match err {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(entered),
         }
     }
 
@@ -632,6 +778,25 @@ impl Index {
             return Err(e);
         }
         let n = expired.len() as u64;
+        if n > 0 {
+            // a snapshot of the lists as they were is of no use from now on
+            if let Some(path) = self.snapshot_path() {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(IndexError::Corrupt(format!(
+                            "removing {}: {e}",
+                            path.display()
+                        )))
+                    }
+                }
+            }
+            self.epoch = new_epoch();
+            let mut b = Batch::default();
+            b.put(Family::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+            self.store.write(b)?;
+        }
         for chunk in expired.chunks(256) {
             let mut b = Batch::default();
             for (num, rec) in chunk {

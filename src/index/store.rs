@@ -290,6 +290,13 @@ pub trait Store: Send + Sync {
     /// Full compaction of every family.
     fn compact(&self) -> Result<(), StoreError>;
 
+    /// The directory of a store on disk that this process writes, where the index keeps
+    /// files beside the database (the lists snapshot); `None` for the in-memory store and
+    /// read-only followers.
+    fn dir(&self) -> Option<&Path> {
+        None
+    }
+
     /// Approximate (number of keys, bytes on disk or in memory) per family, for `index stats`.
     fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError>;
 }
@@ -548,6 +555,10 @@ impl RocksStore {
 }
 
 impl Store for RocksStore {
+    fn dir(&self) -> Option<&Path> {
+        (!self.secondary).then_some(self.path.as_path())
+    }
+
     fn get_many(&self, family: Family, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let cf = self.cf(family)?;
         self.db

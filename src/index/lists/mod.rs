@@ -46,9 +46,14 @@
 //! The lists live in memory only, six bytes an entry: 65,536 shards by the signature's top
 //! 16 bits, each two parallel sorted arrays of (low 16 bits, document) and a buffer of at
 //! most 96 new entries that is merged into them when full. Most signatures are on one page
-//! only, so there is no per-signature allocation or hash slot. The durable copy is the
+//! only, so there is no per-signature allocation or hash slot. In front of the shards, a
+//! bitmap over the signatures' top bits says which can have an entry at all
+//! ([`Presence`], 128 KiB growing to at most 512 MiB), so that the probes of signatures
+//! nobody listed, most of a query's, cost one line instead of a shard lookup. The durable copy is the
 //! documents' signature sets in the `docs` family; [`Lists::insert`] is called again for
-//! every stored unique document, in document order, when an index is opened.
+//! every stored unique document, in document order, when an index is opened without a
+//! usable snapshot ([`snapshot`]: the lists written at a clean shutdown, read back in
+//! seconds, and only the documents after it entered again).
 //!
 //! Floating point: `τ·n` may come out as `7.000000000000001` where the exact value is 7, so
 //! ceilings are taken of `x − ε` and floors of `x + ε` ([`EPSILON`]); this only lowers the
@@ -56,6 +61,10 @@
 
 use rustc_hash::FxHashMap;
 
+mod presence;
+pub mod snapshot;
+
+use presence::Presence;
 use crate::index::store::IndexParamError;
 
 /// Tolerance used when rounding `τ·n` and `n / τ`.
@@ -152,6 +161,19 @@ struct Shard {
 }
 
 impl Shard {
+    /// Whether a signature with low bits in `[first, last]` has an entry.
+    fn any_in(&self, first: u16, last: u16) -> bool {
+        let i = lower_bound(&self.lo, first);
+        (i < self.lo.len() && self.lo[i] <= last)
+            || self.new_lo.iter().any(|&x| (first..=last).contains(&x))
+    }
+
+    /// Every signature with an entry, given this shard's number.
+    fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
+        let top = (shard as u32) << (32 - SHARD_BITS);
+        self.lo.iter().chain(&self.new_lo).map(move |&x| top | u32::from(x))
+    }
+
     #[inline]
     fn for_each(&self, lo: u16, f: &mut impl FnMut(u32)) {
         let mut i = lower_bound(&self.lo, lo);
@@ -279,6 +301,8 @@ pub struct Lists {
     tau: f64,
     count_filter: bool,
     shards: Vec<Shard>,
+    /// Which signatures can have an entry (most a query probes have none).
+    presence: Presence,
     /// Set length of each indexed document by number (0: not in the lists).
     lens: Vec<u32>,
     postings: u64,
@@ -299,6 +323,7 @@ impl Lists {
             tau,
             count_filter,
             shards: vec![Shard::default(); 1 << SHARD_BITS],
+            presence: Presence::default(),
             lens: Vec::new(),
             postings: 0,
             documents: 0,
@@ -309,6 +334,11 @@ impl Lists {
     /// The Jaccard threshold τ.
     pub fn tau(&self) -> f64 {
         self.tau
+    }
+
+    /// Whether the count filter is on (the Jaccard measure).
+    pub fn count_filter(&self) -> bool {
+        self.count_filter
     }
 
     /// Prefix length `n − ceil(τ·n) + 1` of a set of `n` signatures, clamped to
@@ -345,24 +375,36 @@ impl Lists {
     /// Calls `f` with every document in the list of `sig` (in no particular order).
     #[inline]
     pub fn for_each(&self, sig: u32, mut f: impl FnMut(u32)) {
-        self.shards[shard(sig)].for_each(sig as u16, &mut f);
+        if self.presence.may_contain(sig) {
+            self.shards[shard(sig)].for_each(sig as u16, &mut f);
+        }
     }
 
     /// Calls `f(i, doc)` for every document in the list of `sigs[i]`, for every `i`.
     ///
     /// A page has a hundred signatures or more, nearly all in other shards, and the lists
     /// outgrow the caches, so a lookup one at a time waits on three or four cache misses in
-    /// a row. In groups of [`GROUP`] signatures, the shard headers are touched first, then
-    /// the lines each search starts from, and only then are the lists read: the misses of
-    /// a group overlap instead of queueing (group prefetching, with plain loads).
+    /// a row. In groups of [`GROUP`] signatures, the presence bits are read first (one line
+    /// each; most signatures have no list and stop there), then the shard headers of the
+    /// rest are touched, then the lines each search starts from, and only then are the
+    /// lists read: the misses of a group overlap instead of queueing (group prefetching,
+    /// with plain loads).
     #[inline]
     fn visit(&self, sigs: &[u32], mut f: impl FnMut(usize, u32)) {
+        let mut live = [0u8; GROUP];
         for (g, group) in sigs.chunks(GROUP).enumerate() {
-            let mut touch = 0usize;
-            for &s in group {
-                touch ^= self.shards[shard(s)].lo.len();
+            let mut n = 0;
+            for (j, &s) in group.iter().enumerate() {
+                live[n] = j as u8;
+                n += usize::from(self.presence.may_contain(s));
             }
-            for &s in group {
+            let live = &live[..n];
+            let mut touch = 0usize;
+            for &j in live {
+                touch ^= self.shards[shard(group[usize::from(j)])].lo.len();
+            }
+            for &j in live {
+                let s = group[usize::from(j)];
                 let sh = &self.shards[shard(s)];
                 let n = sh.lo.len();
                 if n > 0 {
@@ -373,14 +415,18 @@ impl Lists {
                     touch ^= usize::from(sh.lo[(guess + TOUCH_SPAN).min(n - 1)]);
                     touch ^= sh.doc[guess] as usize;
                 }
-                // the buffer is scanned whole: every line of it
-                for x in sh.new_lo.iter().step_by(32) {
-                    touch ^= usize::from(*x);
+                // the buffer is scanned whole, and the documents of its matches touched
+                let lo = s as u16;
+                for (k, &x) in sh.new_lo.iter().enumerate() {
+                    if x == lo {
+                        touch ^= sh.new_doc[k] as usize;
+                    }
                 }
             }
             std::hint::black_box(touch);
-            for (j, &s) in group.iter().enumerate() {
-                let i = g * GROUP + j;
+            for &j in live {
+                let i = g * GROUP + usize::from(j);
+                let s = sigs[i];
                 self.shards[shard(s)].for_each(s as u16, &mut |d| f(i, d));
             }
         }
@@ -395,14 +441,37 @@ impl Lists {
 
     fn push(&mut self, sig: u32, doc: u32) {
         self.shards[shard(sig)].push(sig as u16, doc);
+        self.presence.set(sig);
         self.postings += 1;
     }
 
-    /// Removes `doc` from the list of `sig`; whether it was there.
+    /// Removes `doc` from the list of `sig`; whether it was there. The presence bit of the
+    /// signature's group is cleared when the group has no entry left.
     fn pull(&mut self, sig: u32, doc: u32) -> bool {
-        let found = self.shards[shard(sig)].pull(sig as u16, doc);
+        let sh = &mut self.shards[shard(sig)];
+        let found = sh.pull(sig as u16, doc);
+        if found {
+            // the group lies within the shard: the map has at least SHARD_BITS bits
+            let (first, last) = self.presence.group(sig);
+            if !sh.any_in(first as u16, last as u16) {
+                self.presence.clear(sig);
+            }
+        }
         self.postings -= u64::from(found);
         found
+    }
+
+    /// Doubles the presence map while a quarter of its bits are set.
+    fn grow_presence(&mut self) {
+        while self.presence.full() {
+            let shards = &self.shards;
+            self.presence = self.presence.doubled(
+                shards
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(h, sh)| sh.signatures(h)),
+            );
+        }
     }
 
     /// Enters document `doc` with signature set `sigs` (sorted, distinct) in the lists of
@@ -447,6 +516,7 @@ impl Lists {
             self.push(s, doc32);
         }
         self.order = order;
+        self.grow_presence();
         let at = doc as usize;
         if self.lens.len() <= at {
             self.lens.resize(at + 1, 0);
@@ -494,13 +564,18 @@ impl Lists {
         }
         let (lo, hi) = self.length_window(sigs.len());
         counts.resize(sigs.len(), 0);
+        let mut met = Vec::with_capacity(4 * sigs.len());
         self.visit(sigs, |i, d| {
             counts[i] += 1;
-            let n = self.lens[d as usize];
+            met.push(d);
+        });
+        // the lengths of the documents met, read in one pass so that their misses overlap
+        let lens: Vec<u32> = met.iter().map(|&d| self.lens[d as usize]).collect();
+        for (&d, &n) in met.iter().zip(&lens) {
             if n >= lo && n <= hi {
                 *hits.entry(d).or_insert(0) += 1;
             }
-        });
+        }
         for (&d, &h) in hits.iter() {
             let ny = self.lens[d as usize] as usize;
             if h >= self.required_hits(sigs.len(), ny) {
@@ -528,251 +603,11 @@ impl Lists {
             bytes += sh.bytes();
         }
         bytes += self.lens.capacity() as u64 * 4;
+        bytes += self.presence.bytes();
         s.memory_bytes = bytes;
         s
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    const TAUS: [f64; 6] = [0.28, 0.3, 0.5, 0.8, 0.9, 1.0];
-
-    fn jaccard(a: &[u32], b: &[u32]) -> f64 {
-        let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
-        inter as f64 / (a.len() + b.len() - inter) as f64
-    }
-
-    fn build(lists: &mut Lists, sets: &[Vec<u32>]) {
-        for (doc, set) in sets.iter().enumerate() {
-            lists.insert(set, doc as u64).unwrap();
-        }
-    }
-
-    fn set() -> impl Strategy<Value = Vec<u32>> {
-        prop::collection::btree_set(0u32..24, 1..14).prop_map(|s| s.into_iter().collect())
-    }
-
-    /// Every live doc with Jaccard ≥ τ is a candidate, and no candidate lies outside the
-    /// length window or was removed.
-    fn check(
-        lists: &Lists,
-        sets: &[Vec<u32>],
-        live: &[bool],
-        q: &[u32],
-        out: &mut Vec<u64>,
-    ) -> Result<(), TestCaseError> {
-        let mut hits = FxHashMap::default();
-        lists.query(q, out, &mut hits);
-        prop_assert!(out.windows(2).all(|w| w[0] < w[1]));
-        let (lo, hi) = lists.length_window(q.len());
-        for &doc in out.iter() {
-            prop_assert!(live[doc as usize], "removed doc {} returned", doc);
-            let len = sets[doc as usize].len() as u32;
-            prop_assert!(
-                lo <= len && len <= hi,
-                "doc {} of length {} outside",
-                doc,
-                len
-            );
-        }
-        for (doc, set) in sets.iter().enumerate() {
-            if live[doc] && jaccard(set, q) >= lists.tau() {
-                prop_assert!(
-                    out.binary_search(&(doc as u64)).is_ok(),
-                    "missed doc {} (J = {})",
-                    doc,
-                    jaccard(set, q)
-                );
-            }
-        }
-        Ok(())
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(96))]
-
-        /// Against brute force: every pair ≥ τ is a candidate, before and after removals,
-        /// and after the lists are rebuilt in another order.
-        #[test]
-        fn candidates_contain_every_similar_doc(
-            tau in 0..TAUS.len(),
-            sets in prop::collection::vec(set(), 1..80),
-            queries in prop::collection::vec(set(), 1..16),
-            removed in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
-        ) {
-            let mut lists = Lists::new(TAUS[tau], true).unwrap();
-            build(&mut lists, &sets);
-            let mut live = vec![true; sets.len()];
-            let mut out = Vec::new();
-            for q in queries.iter().chain(sets.iter().take(8)) {
-                check(&lists, &sets, &live, q, &mut out)?;
-            }
-            for ix in &removed {
-                let doc = ix.index(sets.len());
-                if live[doc] {
-                    live[doc] = false;
-                    lists.remove(&sets[doc], doc as u64);
-                }
-            }
-            for q in queries.iter().chain(sets.iter()) {
-                check(&lists, &sets, &live, q, &mut out)?;
-            }
-            // rebuilt from the live documents in reverse order: other prefixes, same answers
-            let mut rebuilt = Lists::new(TAUS[tau], true).unwrap();
-            for doc in (0..sets.len()).rev().filter(|&d| live[d]) {
-                rebuilt.insert(&sets[doc], doc as u64).unwrap();
-            }
-            for q in queries.iter().chain(sets.iter()) {
-                check(&rebuilt, &sets, &live, q, &mut out)?;
-            }
-        }
-
-        /// Without the count filter (weighted measure) the candidates only grow.
-        #[test]
-        fn count_filter_only_removes(
-            sets in prop::collection::vec(set(), 1..60),
-            q in set(),
-        ) {
-            let mut with = Lists::new(0.5, true).unwrap();
-            let mut without = Lists::new(0.5, false).unwrap();
-            build(&mut with, &sets);
-            build(&mut without, &sets);
-            let (mut a, mut b, mut h) = (Vec::new(), Vec::new(), FxHashMap::default());
-            with.query(&q, &mut a, &mut h);
-            without.query(&q, &mut b, &mut h);
-            prop_assert!(a.iter().all(|d| b.binary_search(d).is_ok()));
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn lower_bound_equals_binary_search(
-            mut v in prop::collection::vec(any::<u16>(), 0..400),
-            keys in prop::collection::vec(any::<u16>(), 1..50),
-        ) {
-            v.sort_unstable();
-            for k in keys.into_iter().chain(v.iter().copied()).chain([0, u16::MAX]) {
-                prop_assert_eq!(lower_bound(&v, k), v.partition_point(|&x| x < k));
-            }
-        }
-    }
-
-    #[test]
-    fn prefixes_take_the_shortest_lists() {
-        let mut lists = Lists::new(0.5, true).unwrap();
-        // ten documents share signatures 1000..1005; each also has five of its own
-        for doc in 0..10u32 {
-            let mut set: Vec<u32> = (0..5).map(|j| doc * 10 + j).collect();
-            set.extend(1000..1005);
-            lists.insert(&set, u64::from(doc)).unwrap();
-        }
-        // p(10) = 6: each takes its five own signatures and the shortest shared list
-        assert_eq!(lists.stats().postings, 60);
-        let shared: usize = (1000..1005).map(|s| lists.count(s)).sum();
-        assert_eq!(shared, 10);
-        // balanced: every shared list holds two documents
-        assert!((1000..1005).all(|s| lists.count(s) == 2));
-    }
-
-    #[test]
-    fn count_filter_drops_pages_sharing_one_common_phrase() {
-        let mut lists = Lists::new(0.5, true).unwrap();
-        let a: Vec<u32> = (0..60).collect();
-        lists.insert(&a, 0).unwrap();
-        // a query of 60 signatures sharing only a few with `a`
-        let mut q: Vec<u32> = (55..115).collect();
-        q.sort_unstable();
-        let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
-        lists.query(&q, &mut out, &mut hits);
-        assert!(out.is_empty(), "{out:?}");
-        // a near copy is found
-        let near: Vec<u32> = (5..65).collect();
-        lists.query(&near, &mut out, &mut hits);
-        assert_eq!(out, vec![0]);
-        assert_eq!(lists.required_hits(60, 60), 40 - 29);
-    }
-
-    #[test]
-    fn remove_after_insert_leaves_nothing() {
-        for tau in TAUS {
-            let mut lists = Lists::new(tau, true).unwrap();
-            let sets = vec![vec![1, 2, 3], vec![5], vec![0, 4, 8, 9, 10, 11, 20], vec![]];
-            build(&mut lists, &sets);
-            assert!(lists.stats().postings > 0);
-            for (doc, set) in sets.iter().enumerate() {
-                lists.remove(set, doc as u64);
-            }
-            let s = lists.stats();
-            assert_eq!(
-                (s.postings, s.signatures, s.documents),
-                (0, 0, 0),
-                "tau={tau}"
-            );
-        }
-    }
-
-    #[test]
-    fn prefix_and_window_use_exact_integers() {
-        let lists = Lists::new(0.28, true).unwrap();
-        // 0.28 * 25 = 7.000000000000001 in floating point: the prefix is 25 - 7 + 1.
-        assert_eq!(lists.prefix_len(25), 19);
-        assert_eq!(lists.length_window(25), (7, 89));
-        // 7 / 0.28 = 24.999999999999996 in floating point: the window ends at 25.
-        assert_eq!(lists.length_window(7), (2, 25));
-        let lists = Lists::new(0.3, true).unwrap();
-        assert_eq!(lists.prefix_len(10), 8);
-        assert_eq!(lists.length_window(10), (3, 33));
-        let lists = Lists::new(0.8, true).unwrap();
-        assert_eq!(lists.prefix_len(5), 2);
-        assert_eq!(lists.length_window(4), (4, 5));
-        let exact = Lists::new(1.0, true).unwrap();
-        assert_eq!(exact.prefix_len(7), 1);
-        assert_eq!(exact.length_window(7), (7, 7));
-        assert_eq!(exact.prefix_len(0), 0);
-        let tiny = Lists::new(1e-6, true).unwrap();
-        assert_eq!(tiny.prefix_len(3), 3);
-    }
-
-    /// Jaccard exactly τ = 0.28 = 7/25, where `τ·25` and `7 / τ` are not exact in floating
-    /// point: both the small and the large set must be found.
-    #[test]
-    fn float_boundaries_keep_exact_matches() {
-        let mut lists = Lists::new(0.28, true).unwrap();
-        let large: Vec<u32> = (0..25).collect();
-        let small: Vec<u32> = (18..25).collect();
-        assert!((jaccard(&large, &small) - 0.28).abs() < 1e-12);
-        build(&mut lists, &[large.clone(), small.clone()]);
-        let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
-        lists.query(&large, &mut out, &mut hits);
-        assert_eq!(out, vec![0, 1]);
-        lists.query(&small, &mut out, &mut hits);
-        assert_eq!(out, vec![0, 1]);
-    }
-
-    #[test]
-    fn empty_sets_match_nothing() {
-        let mut lists = Lists::new(0.5, true).unwrap();
-        build(&mut lists, &[vec![1, 2], vec![]]);
-        let (mut out, mut hits) = (vec![99], FxHashMap::default());
-        lists.query(&[], &mut out, &mut hits);
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn parameters() {
-        assert!(Lists::new(1.0, true).is_ok());
-        assert!(Lists::new(0.01, true).is_ok());
-        assert!(Lists::new(0.0, true).is_err());
-        assert!(Lists::new(-0.5, true).is_err());
-        assert!(Lists::new(1.01, true).is_err());
-        assert!(Lists::new(f64::NAN, true).is_err());
-        let mut lists = Lists::new(0.5, true).unwrap();
-        assert_eq!(
-            lists.insert(&[1], MAX_DOC + 1),
-            Err(DocTooLarge(MAX_DOC + 1))
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,317 @@
+use super::*;
+use proptest::prelude::*;
+
+const TAUS: [f64; 6] = [0.28, 0.3, 0.5, 0.8, 0.9, 1.0];
+
+fn jaccard(a: &[u32], b: &[u32]) -> f64 {
+    let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+    inter as f64 / (a.len() + b.len() - inter) as f64
+}
+
+fn build(lists: &mut Lists, sets: &[Vec<u32>]) {
+    for (doc, set) in sets.iter().enumerate() {
+        lists.insert(set, doc as u64).unwrap();
+    }
+}
+
+fn set() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::btree_set(0u32..24, 1..14).prop_map(|s| s.into_iter().collect())
+}
+
+/// Every live doc with Jaccard ≥ τ is a candidate, and no candidate lies outside the
+/// length window or was removed.
+fn check(
+    lists: &Lists,
+    sets: &[Vec<u32>],
+    live: &[bool],
+    q: &[u32],
+    out: &mut Vec<u64>,
+) -> Result<(), TestCaseError> {
+    let mut hits = FxHashMap::default();
+    lists.query(q, out, &mut hits);
+    prop_assert!(out.windows(2).all(|w| w[0] < w[1]));
+    let (lo, hi) = lists.length_window(q.len());
+    for &doc in out.iter() {
+        prop_assert!(live[doc as usize], "removed doc {} returned", doc);
+        let len = sets[doc as usize].len() as u32;
+        prop_assert!(
+            lo <= len && len <= hi,
+            "doc {} of length {} outside",
+            doc,
+            len
+        );
+    }
+    for (doc, set) in sets.iter().enumerate() {
+        if live[doc] && jaccard(set, q) >= lists.tau() {
+            prop_assert!(
+                out.binary_search(&(doc as u64)).is_ok(),
+                "missed doc {} (J = {})",
+                doc,
+                jaccard(set, q)
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Against brute force: every pair ≥ τ is a candidate, before and after removals,
+    /// and after the lists are rebuilt in another order.
+    #[test]
+    fn candidates_contain_every_similar_doc(
+        tau in 0..TAUS.len(),
+        sets in prop::collection::vec(set(), 1..80),
+        queries in prop::collection::vec(set(), 1..16),
+        removed in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+    ) {
+        let mut lists = Lists::new(TAUS[tau], true).unwrap();
+        build(&mut lists, &sets);
+        let mut live = vec![true; sets.len()];
+        let mut out = Vec::new();
+        for q in queries.iter().chain(sets.iter().take(8)) {
+            check(&lists, &sets, &live, q, &mut out)?;
+        }
+        for ix in &removed {
+            let doc = ix.index(sets.len());
+            if live[doc] {
+                live[doc] = false;
+                lists.remove(&sets[doc], doc as u64);
+            }
+        }
+        for q in queries.iter().chain(sets.iter()) {
+            check(&lists, &sets, &live, q, &mut out)?;
+        }
+        // rebuilt from the live documents in reverse order: other prefixes, same answers
+        let mut rebuilt = Lists::new(TAUS[tau], true).unwrap();
+        for doc in (0..sets.len()).rev().filter(|&d| live[d]) {
+            rebuilt.insert(&sets[doc], doc as u64).unwrap();
+        }
+        for q in queries.iter().chain(sets.iter()) {
+            check(&rebuilt, &sets, &live, q, &mut out)?;
+        }
+    }
+
+    /// Without the count filter (weighted measure) the candidates only grow.
+    #[test]
+    fn count_filter_only_removes(
+        sets in prop::collection::vec(set(), 1..60),
+        q in set(),
+    ) {
+        let mut with = Lists::new(0.5, true).unwrap();
+        let mut without = Lists::new(0.5, false).unwrap();
+        build(&mut with, &sets);
+        build(&mut without, &sets);
+        let (mut a, mut b, mut h) = (Vec::new(), Vec::new(), FxHashMap::default());
+        with.query(&q, &mut a, &mut h);
+        without.query(&q, &mut b, &mut h);
+        prop_assert!(a.iter().all(|d| b.binary_search(d).is_ok()));
+    }
+}
+
+proptest! {
+    #[test]
+    fn lower_bound_equals_binary_search(
+        mut v in prop::collection::vec(any::<u16>(), 0..400),
+        keys in prop::collection::vec(any::<u16>(), 1..50),
+    ) {
+        v.sort_unstable();
+        for k in keys.into_iter().chain(v.iter().copied()).chain([0, u16::MAX]) {
+            prop_assert_eq!(lower_bound(&v, k), v.partition_point(|&x| x < k));
+        }
+    }
+}
+
+/// Signatures spread over the whole hash space (other shards, other presence groups).
+fn spread(set: &[u32]) -> Vec<u32> {
+    let mut v: Vec<u32> = set.iter().map(|&x| x.wrapping_mul(0x9e37_79b1) ^ 0x5bd1_e995).collect();
+    v.sort_unstable();
+    v
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The same against brute force with signatures in many shards and presence groups,
+    /// and the presence map exact where it must be: every listed signature is present,
+    /// and nothing is left set once every document is removed.
+    #[test]
+    fn spread_signatures_and_presence(
+        tau in 0..TAUS.len(),
+        sets in prop::collection::vec(set(), 1..60),
+        queries in prop::collection::vec(set(), 1..10),
+        removed in prop::collection::vec(any::<prop::sample::Index>(), 0..30),
+    ) {
+        let sets: Vec<Vec<u32>> = sets.iter().map(|s| spread(s)).collect();
+        let queries: Vec<Vec<u32>> = queries.iter().map(|s| spread(s)).collect();
+        let mut lists = Lists::new(TAUS[tau], true).unwrap();
+        build(&mut lists, &sets);
+        let mut live = vec![true; sets.len()];
+        let mut out = Vec::new();
+        for ix in &removed {
+            let doc = ix.index(sets.len());
+            if live[doc] {
+                live[doc] = false;
+                lists.remove(&sets[doc], doc as u64);
+            }
+        }
+        for q in queries.iter().chain(sets.iter()) {
+            check(&lists, &sets, &live, q, &mut out)?;
+        }
+        for (h, sh) in lists.shards.iter().enumerate() {
+            for s in sh.signatures(h) {
+                prop_assert!(lists.presence.may_contain(s), "listed {s:#x} not present");
+            }
+        }
+        for doc in (0..sets.len()).filter(|&d| live[d]) {
+            lists.remove(&sets[doc], doc as u64);
+        }
+        prop_assert_eq!(lists.presence.ones(), 0);
+    }
+}
+
+/// The presence map doubles as signatures arrive and stays exact across the doubling.
+#[test]
+fn presence_grows_and_finds_every_copy() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    let bits = lists.presence.bits();
+    let mut sets = Vec::new();
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for doc in 0..60_000u64 {
+        let mut set: Vec<u32> = (0..12)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u32
+            })
+            .collect();
+        set.sort_unstable();
+        set.dedup();
+        lists.insert(&set, doc).unwrap();
+        sets.push(set);
+    }
+    assert!(lists.presence.bits() > bits, "map did not grow");
+    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    for (doc, set) in sets.iter().enumerate().step_by(97) {
+        lists.query(set, &mut out, &mut hits);
+        assert!(out.contains(&(doc as u64)), "doc {doc} not found");
+    }
+}
+
+#[test]
+fn prefixes_take_the_shortest_lists() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    // ten documents share signatures 1000..1005; each also has five of its own
+    for doc in 0..10u32 {
+        let mut set: Vec<u32> = (0..5).map(|j| doc * 10 + j).collect();
+        set.extend(1000..1005);
+        lists.insert(&set, u64::from(doc)).unwrap();
+    }
+    // p(10) = 6: each takes its five own signatures and the shortest shared list
+    assert_eq!(lists.stats().postings, 60);
+    let shared: usize = (1000..1005).map(|s| lists.count(s)).sum();
+    assert_eq!(shared, 10);
+    // balanced: every shared list holds two documents
+    assert!((1000..1005).all(|s| lists.count(s) == 2));
+}
+
+#[test]
+fn count_filter_drops_pages_sharing_one_common_phrase() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    let a: Vec<u32> = (0..60).collect();
+    lists.insert(&a, 0).unwrap();
+    // a query of 60 signatures sharing only a few with `a`
+    let mut q: Vec<u32> = (55..115).collect();
+    q.sort_unstable();
+    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    lists.query(&q, &mut out, &mut hits);
+    assert!(out.is_empty(), "{out:?}");
+    // a near copy is found
+    let near: Vec<u32> = (5..65).collect();
+    lists.query(&near, &mut out, &mut hits);
+    assert_eq!(out, vec![0]);
+    assert_eq!(lists.required_hits(60, 60), 40 - 29);
+}
+
+#[test]
+fn remove_after_insert_leaves_nothing() {
+    for tau in TAUS {
+        let mut lists = Lists::new(tau, true).unwrap();
+        let sets = vec![vec![1, 2, 3], vec![5], vec![0, 4, 8, 9, 10, 11, 20], vec![]];
+        build(&mut lists, &sets);
+        assert!(lists.stats().postings > 0);
+        for (doc, set) in sets.iter().enumerate() {
+            lists.remove(set, doc as u64);
+        }
+        let s = lists.stats();
+        assert_eq!(
+            (s.postings, s.signatures, s.documents),
+            (0, 0, 0),
+            "tau={tau}"
+        );
+    }
+}
+
+#[test]
+fn prefix_and_window_use_exact_integers() {
+    let lists = Lists::new(0.28, true).unwrap();
+    // 0.28 * 25 = 7.000000000000001 in floating point: the prefix is 25 - 7 + 1.
+    assert_eq!(lists.prefix_len(25), 19);
+    assert_eq!(lists.length_window(25), (7, 89));
+    // 7 / 0.28 = 24.999999999999996 in floating point: the window ends at 25.
+    assert_eq!(lists.length_window(7), (2, 25));
+    let lists = Lists::new(0.3, true).unwrap();
+    assert_eq!(lists.prefix_len(10), 8);
+    assert_eq!(lists.length_window(10), (3, 33));
+    let lists = Lists::new(0.8, true).unwrap();
+    assert_eq!(lists.prefix_len(5), 2);
+    assert_eq!(lists.length_window(4), (4, 5));
+    let exact = Lists::new(1.0, true).unwrap();
+    assert_eq!(exact.prefix_len(7), 1);
+    assert_eq!(exact.length_window(7), (7, 7));
+    assert_eq!(exact.prefix_len(0), 0);
+    let tiny = Lists::new(1e-6, true).unwrap();
+    assert_eq!(tiny.prefix_len(3), 3);
+}
+
+/// Jaccard exactly τ = 0.28 = 7/25, where `τ·25` and `7 / τ` are not exact in floating
+/// point: both the small and the large set must be found.
+#[test]
+fn float_boundaries_keep_exact_matches() {
+    let mut lists = Lists::new(0.28, true).unwrap();
+    let large: Vec<u32> = (0..25).collect();
+    let small: Vec<u32> = (18..25).collect();
+    assert!((jaccard(&large, &small) - 0.28).abs() < 1e-12);
+    build(&mut lists, &[large.clone(), small.clone()]);
+    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    lists.query(&large, &mut out, &mut hits);
+    assert_eq!(out, vec![0, 1]);
+    lists.query(&small, &mut out, &mut hits);
+    assert_eq!(out, vec![0, 1]);
+}
+
+#[test]
+fn empty_sets_match_nothing() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    build(&mut lists, &[vec![1, 2], vec![]]);
+    let (mut out, mut hits) = (vec![99], FxHashMap::default());
+    lists.query(&[], &mut out, &mut hits);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn parameters() {
+    assert!(Lists::new(1.0, true).is_ok());
+    assert!(Lists::new(0.01, true).is_ok());
+    assert!(Lists::new(0.0, true).is_err());
+    assert!(Lists::new(-0.5, true).is_err());
+    assert!(Lists::new(1.01, true).is_err());
+    assert!(Lists::new(f64::NAN, true).is_err());
+    let mut lists = Lists::new(0.5, true).unwrap();
+    assert_eq!(
+        lists.insert(&[1], MAX_DOC + 1),
+        Err(DocTooLarge(MAX_DOC + 1))
+    );
+}

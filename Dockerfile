@@ -31,6 +31,11 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 # The runtime: the shared libraries the binary links (OpenSSL, zlib, the C++ runtime) and the
 # user the chart runs as.
 FROM ${BASE} AS base
+# The in-memory lists of a large index are gigabytes read at random, a hundred and more
+# lookups a page; on 4 KiB pages nearly every lookup also misses the TLB. This makes the C
+# library's allocator ask for transparent huge pages (where the kernel's THP mode is
+# `madvise` or `always`; README, Index at scale).
+ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g libstdc++6 \
  && apt-get clean \

@@ -446,7 +446,7 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
 
 fn print_header() {
     println!(
-        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | lists snapshot B/doc | RSS MiB (peak) | build s | reopen s: snapshot / rebuild | copies found |"
+        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | lists snapshot B/doc | RSS MiB (peak) | build s | lists snapshot: write s / reopen s; rebuild s | copies found |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
@@ -466,7 +466,7 @@ fn print_row(r: &IndexRow) {
         r.docs.to_string()
     };
     println!(
-        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1} | {:.4} ({} of {}) |",
+        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) |",
         r.method,
         r.decisions_per_second,
         r.first_decisions_per_second,
@@ -482,6 +482,7 @@ fn print_row(r: &IndexRow) {
         r.rss_mib,
         r.peak_rss_mib,
         r.build_seconds,
+        r.snapshot_seconds,
         r.reopen_seconds,
         r.rebuild_seconds,
         r.copies_found as f64 / r.copies_expected.max(1) as f64,

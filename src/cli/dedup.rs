@@ -132,7 +132,10 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         .unwrap_or_else(|| PathBuf::from("neardup-index"));
     let index = Index::open_dir(&index_dir, params.clone())
         .with_context(|| format!("cannot open index {}", index_dir.display()))?;
-    if let Some(why) = index.lists_restore().and_then(|r| r.snapshot_refused.as_ref()) {
+    if let Some(why) = index
+        .lists_restore()
+        .and_then(|r| r.snapshot_refused.as_ref())
+    {
         eprintln!("neardup dedup: lists snapshot not used ({why}); the lists were rebuilt");
     }
     let mut dedup = Deduplicator::new(index)?;

@@ -386,9 +386,8 @@ impl Index {
         if snap.exists() {
             let to = dst.join(LISTS_SNAPSHOT);
             if std::fs::hard_link(&snap, &to).is_err() {
-                std::fs::copy(&snap, &to).map_err(|e| {
-                    IndexError::Corrupt(format!("copying {}: {e}", snap.display()))
-                })?;
+                std::fs::copy(&snap, &to)
+                    .map_err(|e| IndexError::Corrupt(format!("copying {}: {e}", snap.display())))?;
             }
         }
         Ok(())
@@ -553,9 +552,8 @@ impl Index {
             next_doc: self.next_doc,
         };
         if let Some(l) = self.lists.as_mut() {
-            l.save(&path, stamp).map_err(|e| {
-                IndexError::Corrupt(format!("writing {}: {e}", path.display()))
-            })?;
+            l.save(&path, stamp)
+                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
         }
         Ok(Some(path))
     }
@@ -570,8 +568,11 @@ impl Index {
         let mut set = Vec::new();
         let mut seen = 0u32;
         let mut entered = 0u64;
-        self.store
-            .scan(Family::Docs, &from.to_be_bytes(), &[0xff; 9], &mut |k, v| {
+        self.store.scan(
+            Family::Docs,
+            &from.to_be_bytes(),
+            &[0xff; 9],
+            &mut |k, v| {
                 seen = seen.wrapping_add(1);
                 if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
                     err = Some(IndexError::Interrupted);
@@ -599,7 +600,8 @@ impl Index {
                         false
                     }
                 }
-            })?;
+            },
+        )?;
         match err {
             Some(e) => Err(e),
             None => Ok(entered),

@@ -332,14 +332,26 @@ fn lists_snapshot_reopens_and_replays_what_came_after() {
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     assert!(!idx.lists_restore().unwrap().from_snapshot);
     for (i, s) in sets.iter().enumerate().take(600) {
-        idx.put(&rec(&format!("d{i}"), 0, DecisionKind::Unique, s.clone(), 0))
-            .unwrap();
+        idx.put(&rec(
+            &format!("d{i}"),
+            0,
+            DecisionKind::Unique,
+            s.clone(),
+            0,
+        ))
+        .unwrap();
     }
     let path = idx.save_lists().unwrap().unwrap();
     assert_eq!(path, dir.path().join(LISTS_SNAPSHOT));
     for (i, s) in sets.iter().enumerate().skip(600) {
-        idx.put(&rec(&format!("d{i}"), 0, DecisionKind::Unique, s.clone(), 0))
-            .unwrap();
+        idx.put(&rec(
+            &format!("d{i}"),
+            0,
+            DecisionKind::Unique,
+            s.clone(),
+            0,
+        ))
+        .unwrap();
     }
     let live = all_candidates(&mut idx, &sets);
     drop(idx);
@@ -347,7 +359,10 @@ fn lists_snapshot_reopens_and_replays_what_came_after() {
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     let r = idx.lists_restore().unwrap().clone();
     assert!(r.from_snapshot, "{r:?}");
-    assert_eq!((r.replayed_from, r.replayed, r.snapshot_refused), (600, 300, None));
+    assert_eq!(
+        (r.replayed_from, r.replayed, r.snapshot_refused),
+        (600, 300, None)
+    );
     let from_snapshot = all_candidates(&mut idx, &sets);
     drop(idx);
     std::fs::remove_file(&path).unwrap();
@@ -373,8 +388,14 @@ fn stale_or_damaged_lists_snapshots_are_refused() {
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     for (i, s) in sets.iter().enumerate() {
         let seen = if i < 50 { 10 } else { 1000 };
-        idx.put(&rec(&format!("d{i}"), seen, DecisionKind::Unique, s.clone(), 0))
-            .unwrap();
+        idx.put(&rec(
+            &format!("d{i}"),
+            seen,
+            DecisionKind::Unique,
+            s.clone(),
+            0,
+        ))
+        .unwrap();
     }
     let path = idx.save_lists().unwrap().unwrap();
     let saved = std::fs::read(&path).unwrap();
@@ -417,6 +438,11 @@ fn stale_or_damaged_lists_snapshots_are_refused() {
     drop(small);
     std::fs::write(other.path().join(LISTS_SNAPSHOT), longer).unwrap();
     let small = Index::open_dir(other.path(), params).unwrap();
-    let why = small.lists_restore().unwrap().snapshot_refused.clone().unwrap();
+    let why = small
+        .lists_restore()
+        .unwrap()
+        .snapshot_refused
+        .clone()
+        .unwrap();
     assert!(why.contains("epoch") || why.contains("up to"), "{why}");
 }

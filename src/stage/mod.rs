@@ -291,8 +291,13 @@ async fn stage(
         threshold = s.params.threshold, dry_run = s.dry_run,
         open_s = opening.elapsed().as_secs_f64(), "index open");
     if let Some(r) = dedup.index().lists_restore() {
-        info!(from_snapshot = r.from_snapshot, replayed = r.replayed,
-            replayed_from = r.replayed_from, seconds = r.seconds, "lists restored");
+        info!(
+            from_snapshot = r.from_snapshot,
+            replayed = r.replayed,
+            replayed_from = r.replayed_from,
+            seconds = r.seconds,
+            "lists restored"
+        );
         if let Some(why) = &r.snapshot_refused {
             warn!(reason = %why, "lists snapshot not used; the lists were rebuilt from the documents");
         }

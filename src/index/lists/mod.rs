@@ -64,8 +64,8 @@ use rustc_hash::FxHashMap;
 mod presence;
 pub mod snapshot;
 
-use presence::Presence;
 use crate::index::store::IndexParamError;
+use presence::Presence;
 
 /// Tolerance used when rounding `τ·n` and `n / τ`.
 pub const EPSILON: f64 = 1e-9;
@@ -171,7 +171,10 @@ impl Shard {
     /// Every signature with an entry, given this shard's number.
     fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);
-        self.lo.iter().chain(&self.new_lo).map(move |&x| top | u32::from(x))
+        self.lo
+            .iter()
+            .chain(&self.new_lo)
+            .map(move |&x| top | u32::from(x))
     }
 
     #[inline]

@@ -100,7 +100,10 @@ impl<R: Read> Checked<R> {
             let k = left.min(CHUNK);
             buf.resize(k * 2, 0);
             self.take(buf)?;
-            out.extend(buf.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])));
+            out.extend(
+                buf.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]])),
+            );
             left -= k;
         }
         Ok(())
@@ -246,11 +249,10 @@ impl Lists {
             let mut s = Shard::default();
             r.u16s(k, &mut s.lo, &mut buf)?;
             r.u32s(k, &mut s.doc, &mut buf)?;
-            let sorted = s
-                .lo
-                .windows(2)
-                .zip(s.doc.windows(2))
-                .all(|(l, d)| (l[0], d[0]) < (l[1], d[1]));
+            let sorted =
+                s.lo.windows(2)
+                    .zip(s.doc.windows(2))
+                    .all(|(l, d)| (l[0], d[0]) < (l[1], d[1]));
             if !sorted || s.doc.iter().any(|&d| d as usize >= n) {
                 return Err(invalid(format!("shard {h} out of order")));
             }

@@ -125,7 +125,10 @@ proptest! {
 
 /// Signatures spread over the whole hash space (other shards, other presence groups).
 fn spread(set: &[u32]) -> Vec<u32> {
-    let mut v: Vec<u32> = set.iter().map(|&x| x.wrapping_mul(0x9e37_79b1) ^ 0x5bd1_e995).collect();
+    let mut v: Vec<u32> = set
+        .iter()
+        .map(|&x| x.wrapping_mul(0x9e37_79b1) ^ 0x5bd1_e995)
+        .collect();
     v.sort_unstable();
     v
 }

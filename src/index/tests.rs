@@ -412,6 +412,19 @@ fn stale_or_damaged_lists_snapshots_are_refused() {
         let why = r.snapshot_refused.clone().unwrap();
         assert!(why.contains(reason), "{why}");
     }
+    // a length field that announces more than the file holds: refused before any allocation
+    let mut huge = saved.clone();
+    huge[57..65].copy_from_slice(&(1u64 << 31).to_le_bytes());
+    drop(idx);
+    std::fs::write(&path, huge).unwrap();
+    idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+    let why = idx
+        .lists_restore()
+        .unwrap()
+        .snapshot_refused
+        .clone()
+        .unwrap();
+    assert!(why.contains("announced"), "{why}");
     // a removal sets the snapshot aside; the old one put back is of another epoch
     std::fs::write(&path, &saved).unwrap();
     assert_eq!(idx.expire(100).unwrap(), 50);

@@ -62,16 +62,30 @@ impl<W: Write> Summed<W> {
     }
 }
 
-/// Reads through a CRC-32.
+/// Reads through a CRC-32, knowing how many bytes the file has left, so that a length
+/// read from a damaged file cannot ask for more memory than the file could fill.
 struct Checked<R: Read> {
     inner: R,
     crc: crc32fast::Hasher,
+    left: u64,
 }
 
 impl<R: Read> Checked<R> {
     fn take(&mut self, buf: &mut [u8]) -> io::Result<()> {
         self.inner.read_exact(buf)?;
         self.crc.update(buf);
+        self.left = self.left.saturating_sub(buf.len() as u64);
+        Ok(())
+    }
+
+    /// Fails unless `n` values of `size` bytes can still follow.
+    fn fits(&self, n: usize, size: u64) -> io::Result<()> {
+        if (n as u64).saturating_mul(size) > self.left {
+            return Err(invalid(format!(
+                "{n} values announced, the file has {} bytes left",
+                self.left
+            )));
+        }
         Ok(())
     }
 
@@ -94,6 +108,7 @@ impl<R: Read> Checked<R> {
     }
 
     fn u16s(&mut self, n: usize, out: &mut Vec<u16>, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.fits(n, 2)?;
         out.reserve_exact(n);
         let mut left = n;
         while left > 0 {
@@ -110,6 +125,7 @@ impl<R: Read> Checked<R> {
     }
 
     fn u32s(&mut self, n: usize, out: &mut Vec<u32>, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.fits(n, 4)?;
         out.reserve_exact(n);
         let mut left = n;
         while left > 0 {
@@ -198,9 +214,11 @@ impl Lists {
     /// Any mismatch or damage is an error (the caller rebuilds instead).
     pub fn load(path: &Path, tau: f64, count_filter: bool) -> io::Result<(Lists, Stamp)> {
         let file = File::open(path)?;
+        let left = file.metadata()?.len();
         let mut r = Checked {
             inner: BufReader::with_capacity(1 << 20, file),
             crc: crc32fast::Hasher::new(),
+            left,
         };
         let mut magic = [0u8; 8];
         r.take(&mut magic)?;

@@ -567,14 +567,17 @@ impl Lists {
         }
         let (lo, hi) = self.length_window(sigs.len());
         counts.resize(sigs.len(), 0);
-        let mut met = Vec::with_capacity(4 * sigs.len());
+        // (document, its set length) for every entry met
+        let mut met: Vec<(u32, u32)> = Vec::with_capacity(4 * sigs.len());
         self.visit(sigs, |i, d| {
             counts[i] += 1;
-            met.push(d);
+            met.push((d, 0));
         });
-        // the lengths of the documents met, read in one pass so that their misses overlap
-        let lens: Vec<u32> = met.iter().map(|&d| self.lens[d as usize]).collect();
-        for (&d, &n) in met.iter().zip(&lens) {
+        // the lengths read in one pass of their own, so that their misses overlap
+        for m in &mut met {
+            m.1 = self.lens[m.0 as usize];
+        }
+        for &(d, n) in &met {
             if n >= lo && n <= hi {
                 *hits.entry(d).or_insert(0) += 1;
             }

@@ -107,54 +107,54 @@ impl<R: Read> Checked<R> {
         Ok(u64::from_le_bytes(b))
     }
 
-    fn u16s(&mut self, n: usize, out: &mut Vec<u16>, buf: &mut Vec<u8>) -> io::Result<()> {
-        self.fits(n, 2)?;
+    fn values<T: Le>(&mut self, n: usize, out: &mut Vec<T>, buf: &mut Vec<u8>) -> io::Result<()> {
+        self.fits(n, T::SIZE as u64)?;
         out.reserve_exact(n);
         let mut left = n;
         while left > 0 {
             let k = left.min(CHUNK);
-            buf.resize(k * 2, 0);
+            buf.resize(k * T::SIZE, 0);
             self.take(buf)?;
-            out.extend(
-                buf.chunks_exact(2)
-                    .map(|c| u16::from_le_bytes([c[0], c[1]])),
-            );
-            left -= k;
-        }
-        Ok(())
-    }
-
-    fn u32s(&mut self, n: usize, out: &mut Vec<u32>, buf: &mut Vec<u8>) -> io::Result<()> {
-        self.fits(n, 4)?;
-        out.reserve_exact(n);
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(CHUNK);
-            buf.resize(k * 4, 0);
-            self.take(buf)?;
-            out.extend(
-                buf.chunks_exact(4)
-                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-            );
+            out.extend(buf.chunks_exact(T::SIZE).map(T::get));
             left -= k;
         }
         Ok(())
     }
 }
 
-fn put_u16s<W: Write>(w: &mut Summed<W>, v: &[u16], buf: &mut Vec<u8>) -> io::Result<()> {
-    for chunk in v.chunks(CHUNK) {
-        buf.clear();
-        buf.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
-        w.put(buf)?;
-    }
-    Ok(())
+/// The arrays' element types, written little-endian.
+trait Le: Copy {
+    const SIZE: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(bytes: &[u8]) -> Self;
 }
 
-fn put_u32s<W: Write>(w: &mut Summed<W>, v: &[u32], buf: &mut Vec<u8>) -> io::Result<()> {
+impl Le for u16 {
+    const SIZE: usize = 2;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> u16 {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+}
+
+impl Le for u32 {
+    const SIZE: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> u32 {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+fn put_values<W: Write, T: Le>(w: &mut Summed<W>, v: &[T], buf: &mut Vec<u8>) -> io::Result<()> {
     for chunk in v.chunks(CHUNK) {
         buf.clear();
-        buf.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
+        for &x in chunk {
+            x.put(buf);
+        }
         w.put(buf)?;
     }
     Ok(())
@@ -188,12 +188,12 @@ impl Lists {
         w.put(&self.documents.to_le_bytes())?;
         w.put(&self.presence.bits().to_le_bytes())?;
         w.put(&(self.lens.len() as u64).to_le_bytes())?;
-        put_u32s(&mut w, &self.lens, &mut buf)?;
+        put_values(&mut w, &self.lens, &mut buf)?;
         for sh in &self.shards {
             let k = u32::try_from(sh.lo.len()).map_err(|_| invalid("shard too large"))?;
             w.put(&k.to_le_bytes())?;
-            put_u16s(&mut w, &sh.lo, &mut buf)?;
-            put_u32s(&mut w, &sh.doc, &mut buf)?;
+            put_values(&mut w, &sh.lo, &mut buf)?;
+            put_values(&mut w, &sh.doc, &mut buf)?;
         }
         let crc = w.crc.clone().finalize();
         w.inner.write_all(&crc.to_le_bytes())?;
@@ -255,7 +255,7 @@ impl Lists {
         }
         let mut buf = Vec::with_capacity(CHUNK * 4);
         let mut lists = Lists::new(tau, count_filter).map_err(|e| invalid(e.to_string()))?;
-        r.u32s(n, &mut lists.lens, &mut buf)?;
+        r.values(n, &mut lists.lens, &mut buf)?;
         let mut presence = Presence::with_bits(bits);
         let mut total = 0u64;
         for (h, sh) in lists.shards.iter_mut().enumerate() {
@@ -265,8 +265,8 @@ impl Lists {
                 return Err(invalid("more entries than postings"));
             }
             let mut s = Shard::default();
-            r.u16s(k, &mut s.lo, &mut buf)?;
-            r.u32s(k, &mut s.doc, &mut buf)?;
+            r.values(k, &mut s.lo, &mut buf)?;
+            r.values(k, &mut s.doc, &mut buf)?;
             let sorted =
                 s.lo.windows(2)
                     .zip(s.doc.windows(2))

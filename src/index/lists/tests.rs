@@ -54,6 +54,22 @@ fn check(
     Ok(())
 }
 
+/// Removes the documents `removed` picks (each once), marking them in `live`.
+fn remove_some(
+    lists: &mut Lists,
+    sets: &[Vec<u32>],
+    live: &mut [bool],
+    removed: &[prop::sample::Index],
+) {
+    for ix in removed {
+        let doc = ix.index(sets.len());
+        if live[doc] {
+            live[doc] = false;
+            lists.remove(&sets[doc], doc as u64);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -73,13 +89,7 @@ proptest! {
         for q in queries.iter().chain(sets.iter().take(8)) {
             check(&lists, &sets, &live, q, &mut out)?;
         }
-        for ix in &removed {
-            let doc = ix.index(sets.len());
-            if live[doc] {
-                live[doc] = false;
-                lists.remove(&sets[doc], doc as u64);
-            }
-        }
+        remove_some(&mut lists, &sets, &mut live, &removed);
         for q in queries.iter().chain(sets.iter()) {
             check(&lists, &sets, &live, q, &mut out)?;
         }
@@ -152,13 +162,7 @@ proptest! {
         build(&mut lists, &sets);
         let mut live = vec![true; sets.len()];
         let mut out = Vec::new();
-        for ix in &removed {
-            let doc = ix.index(sets.len());
-            if live[doc] {
-                live[doc] = false;
-                lists.remove(&sets[doc], doc as u64);
-            }
-        }
+        remove_some(&mut lists, &sets, &mut live, &removed);
         for q in queries.iter().chain(sets.iter()) {
             check(&lists, &sets, &live, q, &mut out)?;
         }

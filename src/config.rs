@@ -78,13 +78,20 @@ pub struct SignatureOptions {
     /// Fingerprint bits: 64, 128 or 256 (alg-h) [default: 64]
     #[arg(long, env = "NEARDUP_FINGERPRINT_BITS")]
     pub fingerprint_bits: Option<u32>,
+    /// Word-shingle length of the short-text family, 0 = off [default: 3]
+    #[arg(long, env = "NEARDUP_SHORT_SHINGLE")]
+    pub short_shingle: Option<u32>,
+    /// Pages with fewer distinct SpotSigs than this are signed by word shingles [default: 10]
+    #[arg(long, env = "NEARDUP_SHORT_BELOW")]
+    pub short_below: Option<u32>,
 }
 
 impl SignatureOptions {
     /// Fills every field left open here from `o` (the config file).
     pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
         or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
-            chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits);
+            chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits,
+            short_shingle, short_below);
         self
     }
 
@@ -118,6 +125,8 @@ impl SignatureOptions {
             max_page_bytes: self.max_page_bytes.unwrap_or(d.max_page_bytes),
             fingerprint: self.fingerprint.unwrap_or(d.fingerprint),
             fingerprint_bits: self.fingerprint_bits.unwrap_or(d.fingerprint_bits),
+            short_shingle: self.short_shingle.unwrap_or(d.short_shingle),
+            short_below: self.short_below.unwrap_or(d.short_below),
         };
         c.validate()?;
         Ok(c)
@@ -140,6 +149,10 @@ pub struct DetectOptions {
     /// Pages with fewer distinct signatures are skipped [default: 10]
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
     pub min_signatures: Option<u32>,
+    /// Count document frequencies and match only on informative signatures (IDF band,
+    /// host template text): true or false [default: true]
+    #[arg(long, env = "NEARDUP_FREQUENCIES", num_args = 0..=1, default_missing_value = "true")]
+    pub frequencies: Option<bool>,
     /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)
     #[arg(long, env = "NEARDUP_RETENTION", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
@@ -148,7 +161,7 @@ pub struct DetectOptions {
 
 impl DetectOptions {
     fn or(mut self, o: DetectOptions) -> DetectOptions {
-        or_fields!(self, o; measure, rh, m, min_signatures, retention);
+        or_fields!(self, o; measure, rh, m, min_signatures, frequencies, retention);
         self
     }
 }
@@ -219,6 +232,8 @@ pub struct DetectFile {
     pub m: Option<u32>,
     /// Minimum distinct signatures.
     pub min_signatures: Option<u32>,
+    /// Document frequencies on or off.
+    pub frequencies: Option<bool>,
     /// Retention window, e.g. "7d".
     #[serde(default, deserialize_with = "de_duration")]
     pub retention: Option<Duration>,
@@ -491,6 +506,7 @@ pub fn index_params(
         rh: fd.rh,
         m: fd.m,
         min_signatures: fd.min_signatures,
+        frequencies: fd.frequencies,
         retention: fd.retention,
     });
     let d = IndexParams::default();
@@ -502,6 +518,7 @@ pub fn index_params(
         m: det.m.unwrap_or(d.m),
         min_signatures: det.min_signatures.unwrap_or(d.min_signatures),
         signature: sig.resolve()?,
+        frequencies: det.frequencies.unwrap_or(d.frequencies),
     };
     if !(p.threshold > 0.0 && p.threshold <= 1.0) {
         bail!("threshold must be within (0, 1] (got {})", p.threshold);

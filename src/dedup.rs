@@ -10,7 +10,11 @@
 //! (idempotent replays); fewer than `min_signatures` distinct signatures → `skipped`;
 //! otherwise the candidates of the index are verified (length bound, then the similarity
 //! with early exit) and the best one reaching τ makes the page a `duplicate` of it; if none
-//! does the page is `unique` and is indexed.
+//! does the page is `unique` and is indexed. Matching uses the page's informative
+//! signatures only (with document frequencies on: not outside the IDF band, not template
+//! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
+//! `min_signatures` of them is `unique` without a match (it has text, but too little of its
+//! own to match on).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +23,9 @@ use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method, SigDelta,
 };
 use crate::record::{decode_page, BadRecord, ValidPage};
-use crate::signature::{length_bound, mass, similarity, similarity_at_least, Signed, Signer};
+use crate::signature::{
+    length_bound, mass, similarity, similarity_at_least, Signatures, Signed, Signer,
+};
 
 /// A decision and whether it was stored before (a repeated id).
 #[derive(Clone, Debug, PartialEq)]
@@ -133,10 +139,16 @@ impl Deduplicator {
         }
         let min_signatures = self.index.params().min_signatures as usize;
         let mut delta = None;
+        // boilerplate (outside the IDF band, or template text of the host) is not matched on
+        let informative = self.index.informative(page.url, &signed.sigs);
+        let q = informative.as_ref().unwrap_or(&signed.sigs);
         let decision = if signed.sigs.set_len() < min_signatures {
             Decision::plain(DecisionKind::Skipped)
+        } else if q.set_len() < min_signatures {
+            // text, but too little of its own to match on: judged, matches nothing
+            Decision::plain(DecisionKind::Unique)
         } else {
-            match self.best_match(signed)? {
+            match self.best_match(signed, q)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
                     Decision {
@@ -166,9 +178,11 @@ impl Deduplicator {
         })
     }
 
+    /// The best match of a page whose informative signatures are `q`.
     fn best_match(
         &mut self,
         signed: &Signed,
+        q: &Signatures,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let mut cands = std::mem::take(&mut self.candidates);
         let mut best = None;
@@ -176,24 +190,25 @@ impl Deduplicator {
         if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(signed, &cands)?;
+            best = self.verify(q, &cands)?;
         }
         if best.is_none() && matches!(method, Method::Spotsigs | Method::Chain) {
-            self.index.list_candidates(&signed.sigs, &mut cands)?;
-            best = self.verify(signed, &cands)?;
+            self.index.list_candidates(q, &mut cands)?;
+            best = self.verify(q, &cands)?;
         }
         self.candidates = cands;
         Ok(best)
     }
 
-    /// The best candidate reaching τ: highest similarity, then the earliest document.
+    /// The best candidate reaching τ: highest similarity, then the earliest document. Both
+    /// sides are compared on their informative signatures.
     fn verify(
         &self,
-        signed: &Signed,
+        q: &Signatures,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let (m, tau) = (self.index.params().measure, self.index.params().threshold);
-        let q = signed.sigs.entries();
+        let q = q.entries();
         let mq = mass(q, m);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
         for c in cands {
@@ -203,7 +218,8 @@ impl Deduplicator {
             if doc.decision.kind != DecisionKind::Unique {
                 continue;
             }
-            let d = doc.sigs.entries();
+            let informative = self.index.informative(&doc.url, &doc.sigs);
+            let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
             if !length_bound(mq, mass(d, m), tau) || !similarity_at_least(q, d, m, tau) {
                 continue;
             }

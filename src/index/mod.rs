@@ -26,6 +26,7 @@
 pub mod alg_g;
 pub mod alg_h;
 pub mod docs;
+pub mod freq;
 pub mod lists;
 pub mod reader;
 pub mod store;
@@ -132,6 +133,11 @@ pub struct IndexParams {
     pub min_signatures: u32,
     /// The signing settings.
     pub signature: SignatureConfig,
+    /// Count document frequencies of signatures ([`freq`]) and match on the informative
+    /// ones only: not outside the IDF band, not template text of the page's host. Absent
+    /// from the stored settings of an index made before the counts existed (reads as off).
+    #[serde(default)]
+    pub frequencies: bool,
 }
 
 impl Default for IndexParams {
@@ -144,6 +150,7 @@ impl Default for IndexParams {
             m: 0,
             min_signatures: 10,
             signature: SignatureConfig::default(),
+            frequencies: true,
         }
     }
 }
@@ -213,6 +220,8 @@ pub struct IndexStats {
     pub families: Vec<(String, u64, u64)>,
     /// The in-memory exact-Jaccard lists, if the method has them.
     pub lists: Option<lists::ListStats>,
+    /// Bytes of the document-frequency sketches, if the index counts them.
+    pub frequencies_bytes: Option<usize>,
 }
 
 /// The index: a store plus the structures the parameters select.
@@ -222,6 +231,8 @@ pub struct Index {
     alg_g: Option<alg_g::AlgG>,
     alg_h: Option<alg_h::AlgH>,
     lists: Option<lists::Lists>,
+    /// Document frequencies (with the lists, when the parameters ask for them).
+    freq: Option<freq::Freq>,
     next_doc: u64,
     scratch: Vec<(u64, u32)>,
     scratch_docs: Vec<u64>,
@@ -248,6 +259,10 @@ pub struct ListsRestore {
     pub replayed_from: u64,
     /// Why a snapshot present in the directory was not used.
     pub snapshot_refused: Option<String>,
+    /// The document frequencies were read from their snapshot.
+    pub freq_from_snapshot: bool,
+    /// Why a frequencies snapshot present in the directory was not used.
+    pub freq_snapshot_refused: Option<String>,
     /// Seconds spent.
     pub seconds: f64,
 }
@@ -382,12 +397,15 @@ impl Index {
     pub fn checkpoint(src: &Path, dst: &Path) -> Result<(), IndexError> {
         RocksStore::checkpoint(src, dst)?;
         // a lists snapshot stays usable for the copy (it never holds more than the index)
-        let snap = src.join(LISTS_SNAPSHOT);
-        if snap.exists() {
-            let to = dst.join(LISTS_SNAPSHOT);
-            if std::fs::hard_link(&snap, &to).is_err() {
-                std::fs::copy(&snap, &to)
-                    .map_err(|e| IndexError::Corrupt(format!("copying {}: {e}", snap.display())))?;
+        for name in [LISTS_SNAPSHOT, freq::SNAPSHOT] {
+            let snap = src.join(name);
+            if snap.exists() {
+                let to = dst.join(name);
+                if std::fs::hard_link(&snap, &to).is_err() {
+                    std::fs::copy(&snap, &to).map_err(|e| {
+                        IndexError::Corrupt(format!("copying {}: {e}", snap.display()))
+                    })?;
+                }
             }
         }
         Ok(())
@@ -438,6 +456,7 @@ impl Index {
             )?),
             _ => None,
         };
+        let freq = (lists.is_some() && params.frequencies).then(freq::Freq::default);
         let next_doc = match store.get(Family::Meta, META_NEXT_DOC)? {
             Some(v) => u64::from_be_bytes(
                 v.as_slice()
@@ -466,6 +485,7 @@ impl Index {
             alg_g,
             alg_h,
             lists,
+            freq,
             next_doc,
             scratch: Vec::new(),
             scratch_docs: Vec::new(),
@@ -521,15 +541,48 @@ impl Index {
                 Err(e) => refused = Some(format!("{}: {e}", path.display())),
             }
         }
-        let replayed = self.rebuild_lists(from, stop)?;
+        let (freq_from, freq_refused) = self.restore_freq();
+        let replayed = self.rebuild_lists(from, freq_from, stop)?;
         self.restore = Some(ListsRestore {
             from_snapshot,
             replayed,
             replayed_from: from,
             snapshot_refused: refused,
+            freq_from_snapshot: self.freq.is_some() && freq_from > 0,
+            freq_snapshot_refused: freq_refused,
             seconds: t.elapsed().as_secs_f64(),
         });
         Ok(())
+    }
+
+    /// Reads the frequencies snapshot when there is a usable one; returns the first document
+    /// it does not count (0 without one) and why a snapshot present was refused.
+    fn restore_freq(&mut self) -> (u64, Option<String>) {
+        let Some(dir) = self.freq.as_ref().and_then(|_| self.store.dir()) else {
+            return (0, None);
+        };
+        let path = dir.join(freq::SNAPSHOT);
+        if !path.exists() {
+            return (0, None);
+        }
+        match freq::load(&path, freq::DEFAULT_WIDTH_LOG2) {
+            Ok((_, stamp)) if stamp.epoch != self.epoch => (
+                0,
+                Some("documents were removed after it was taken (another epoch)".into()),
+            ),
+            Ok((_, stamp)) if stamp.next_doc > self.next_doc => (
+                0,
+                Some(format!(
+                    "it counts documents up to {} and the index only has them up to {}",
+                    stamp.next_doc, self.next_doc
+                )),
+            ),
+            Ok((f, stamp)) => {
+                self.freq = Some(f);
+                (stamp.next_doc, None)
+            }
+            Err(e) => (0, Some(format!("{}: {e}", path.display()))),
+        }
     }
 
     /// How the lists were brought up when the index was opened (`None` without lists).
@@ -555,14 +608,34 @@ impl Index {
             l.save(&path, stamp)
                 .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
         }
+        if let (Some(f), Some(dir)) = (self.freq.as_ref(), self.store.dir()) {
+            let fpath = dir.join(freq::SNAPSHOT);
+            let fstamp = freq::Stamp {
+                epoch: self.epoch,
+                next_doc: self.next_doc,
+            };
+            freq::save(f, &fpath, fstamp)
+                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", fpath.display())))?;
+        }
         Ok(Some(path))
     }
 
     /// Enters every stored unique document numbered `from` or higher in the in-memory
-    /// lists, in document order; returns how many.
-    fn rebuild_lists(&mut self, from: u64, stop: &AtomicBool) -> Result<u64, IndexError> {
+    /// lists, and counts those numbered `freq_from` or higher in the document frequencies,
+    /// in document order; returns how many were entered in the lists.
+    fn rebuild_lists(
+        &mut self,
+        from: u64,
+        freq_from: u64,
+        stop: &AtomicBool,
+    ) -> Result<u64, IndexError> {
         let Some(lists) = self.lists.as_mut() else {
             return Ok(0);
+        };
+        let mut freq = self.freq.as_mut();
+        let start = match freq {
+            Some(_) => from.min(freq_from),
+            None => from,
         };
         let mut err = None;
         let mut set = Vec::new();
@@ -570,7 +643,7 @@ impl Index {
         let mut entered = 0u64;
         self.store.scan(
             Family::Docs,
-            &from.to_be_bytes(),
+            &start.to_be_bytes(),
             &[0xff; 9],
             &mut |k, v| {
                 seen = seen.wrapping_add(1);
@@ -585,6 +658,21 @@ impl Index {
                         return false;
                     }
                 };
+                if let Some(f) = freq.as_deref_mut().filter(|_| num >= freq_from) {
+                    match DocRecord::decode(v) {
+                        Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
+                            f.add(freq::host_hash(&rec.url), rec.sigs.hashes(), 1);
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            err = Some(e);
+                            return false;
+                        }
+                    }
+                }
+                if num < from {
+                    return true;
+                }
                 match DocRecord::decode_unique_sigs(v, &mut set) {
                     Ok(true) => {
                         if let Err(e) = lists.insert(&set, num) {
@@ -747,8 +835,31 @@ impl Index {
         self.next_doc = num + 1;
         if unique {
             self.list_entries(rec, num, true)?;
+            if let Some(f) = self.freq.as_mut() {
+                f.add(freq::host_hash(&rec.url), rec.sigs.hashes(), 1);
+            }
         }
         Ok(num)
+    }
+
+    /// The signatures of a page at `url` that are used for matching: all of them, unless
+    /// the index counts document frequencies; then those inside the IDF band that are not
+    /// template text of the page's host ([`freq`]). `None` when nothing is left out.
+    pub fn informative(&self, url: &str, sigs: &Signatures) -> Option<Signatures> {
+        let f = self.freq.as_ref()?;
+        let host = freq::host_hash(url);
+        let pages = f.host_pages(host);
+        let keep = |h: u32| f.informative(host, pages, h);
+        if sigs.hashes().all(keep) {
+            return None;
+        }
+        let kept: Vec<(u32, u32)> = sigs.entries().iter().copied().filter(|e| keep(e.0)).collect();
+        Signatures::from_entries(kept)
+    }
+
+    /// The document frequencies, if the index counts them.
+    pub fn frequencies(&self) -> Option<&freq::Freq> {
+        self.freq.as_ref()
     }
 
     /// Removes every document first seen before `cutoff` (Unix seconds), with its index
@@ -782,7 +893,12 @@ impl Index {
         let n = expired.len() as u64;
         if n > 0 {
             // a snapshot of the lists as they were is of no use from now on
-            if let Some(path) = self.snapshot_path() {
+            let freq_path = self
+                .freq
+                .as_ref()
+                .and_then(|_| self.store.dir())
+                .map(|d| d.join(freq::SNAPSHOT));
+            for path in self.snapshot_path().into_iter().chain(freq_path) {
                 match std::fs::remove_file(&path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -817,6 +933,9 @@ impl Index {
             for (num, rec) in chunk {
                 if rec.decision.kind == DecisionKind::Unique {
                     self.list_entries(rec, *num, false)?;
+                    if let Some(f) = self.freq.as_mut() {
+                        f.add(freq::host_hash(&rec.url), rec.sigs.hashes(), -1);
+                    }
                 }
             }
         }
@@ -836,6 +955,7 @@ impl Index {
             next_doc: self.next_doc,
             families,
             lists: self.lists.as_ref().map(lists::Lists::stats),
+            frequencies_bytes: self.freq.as_ref().map(freq::Freq::bytes),
         })
     }
 

@@ -459,3 +459,82 @@ fn stale_or_damaged_lists_snapshots_are_refused() {
         .unwrap();
     assert!(why.contains("epoch") || why.contains("up to"), "{why}");
 }
+
+fn rec_at(id: &str, host: &str, hashes: Vec<u32>) -> DocRecord {
+    DocRecord {
+        url: format!("https://{host}/{id}"),
+        ..rec(id, 1, DecisionKind::Unique, hashes, 0)
+    }
+}
+
+/// Template text of a host is left out of its pages' matching (not another host's), the
+/// counts survive a clean stop through their snapshot and a crash through the rebuild from
+/// `docs`, identically, and a damaged snapshot is refused with the reason.
+#[test]
+fn frequencies_filter_template_text_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = IndexParams::default();
+    assert!(params.frequencies);
+    let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+    // every page of shop.test carries the notice 1..=5; other.test has it once
+    for i in 0..20u32 {
+        let mut h: Vec<u32> = (1..=5).collect();
+        h.extend(1000 + i * 50..1000 + i * 50 + 20);
+        idx.put(&rec_at(&format!("s{i}"), "shop.test", h)).unwrap();
+    }
+    idx.put(&rec_at("o0", "other.test", (1..=5).chain(9000..9020).collect()))
+        .unwrap();
+    // a duplicate does not count: only unique pages do
+    let mut dup = rec_at("d0", "shop.test", (7000..7030).collect());
+    dup.decision = Decision::plain(DecisionKind::Duplicate);
+    idx.put(&dup).unwrap();
+    let q = Signatures::from_hashes((1..=5).chain(5000..5010).collect());
+    let kept = idx.informative("https://www.shop.test/new", &q).unwrap();
+    assert_eq!(kept.hashes().collect::<Vec<_>>(), (5000..5010).collect::<Vec<_>>());
+    assert!(idx.informative("https://other.test/x", &q).is_none());
+    assert!(idx.informative("https://third.test/x", &q).is_none());
+    assert_eq!(idx.frequencies().unwrap().host_count(freq::host_hash("shop.test"), 7000), 0);
+    let live = idx.frequencies().unwrap().clone();
+
+    // clean stop: read back from the snapshot
+    idx.save_lists().unwrap();
+    drop(idx);
+    let idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+    let r = idx.lists_restore().unwrap().clone();
+    assert!(r.freq_from_snapshot, "{r:?}");
+    assert_eq!(idx.frequencies().unwrap(), &live);
+    drop(idx);
+
+    // damaged: refused with the reason, then counted again from the stored pages
+    let snap = dir.path().join(freq::SNAPSHOT);
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x40;
+    std::fs::write(&snap, &bytes).unwrap();
+    let idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+    let r = idx.lists_restore().unwrap().clone();
+    assert!(!r.freq_from_snapshot);
+    assert!(r.freq_snapshot_refused.as_deref().unwrap().contains("checksum"), "{r:?}");
+    assert_eq!(idx.frequencies().unwrap(), &live);
+    drop(idx);
+
+    // crash (no snapshot at all): the rebuild gives the same counts
+    std::fs::remove_file(&snap).unwrap();
+    let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+    assert_eq!(idx.frequencies().unwrap(), &live);
+
+    // retention takes the pages back out of the counts
+    let gone = idx.expire(2).unwrap();
+    assert_eq!(gone, 22);
+    assert_eq!(idx.frequencies().unwrap().pages(), 0);
+    assert!(idx.informative("https://shop.test/new", &q).is_none());
+
+    // without frequencies nothing is left out and nothing is counted
+    let off = Index::memory(IndexParams {
+        frequencies: false,
+        ..IndexParams::default()
+    })
+    .unwrap();
+    assert!(off.frequencies().is_none());
+    assert!(off.informative("https://shop.test/new", &q).is_none());
+}

@@ -8,6 +8,7 @@ pub mod fingerprint;
 pub mod shingles;
 pub mod similarity;
 pub mod spotsigs;
+pub mod words;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,7 +73,7 @@ impl Signatures {
     }
 
     /// The distinct hashes, ascending.
-    pub fn hashes(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn hashes(&self) -> impl Iterator<Item = u32> + Clone + '_ {
         self.0.iter().map(|e| e.0)
     }
 }
@@ -106,6 +107,14 @@ pub struct SignatureConfig {
     pub fingerprint: FingerprintKind,
     /// Fingerprint width in bits (64; 128 or 256 for minhash1).
     pub fingerprint_bits: u32,
+    /// Word-shingle length `k` of the short-text family ([`words`]); 0 turns the family
+    /// off (short pages then keep their few SpotSigs). Absent from the stored settings of
+    /// an index made before the family existed, which read as 0.
+    #[serde(default)]
+    pub short_shingle: u32,
+    /// A page with fewer distinct SpotSigs than this is signed by its word shingles.
+    #[serde(default)]
+    pub short_below: u32,
 }
 
 impl Default for SignatureConfig {
@@ -123,6 +132,8 @@ impl Default for SignatureConfig {
             max_page_bytes: 16 * 1024 * 1024,
             fingerprint: FingerprintKind::Minhash1,
             fingerprint_bits: 64,
+            short_shingle: 3,
+            short_below: 10,
         }
     }
 }
@@ -144,6 +155,9 @@ pub enum SignatureConfigError {
     /// Link density outside [0, 1].
     #[error("max link density must be within [0, 1] (got {0})")]
     LinkDensity(f64),
+    /// A word-shingle length that no short text could fill.
+    #[error("short-shingle must be 0 (off) to 8 words (got {0})")]
+    ShortShingle(u32),
 }
 
 impl SignatureConfig {
@@ -171,6 +185,9 @@ impl SignatureConfig {
         if !(0.0..=1.0).contains(&self.max_link_density) {
             return Err(SignatureConfigError::LinkDensity(self.max_link_density));
         }
+        if self.short_shingle > 8 {
+            return Err(SignatureConfigError::ShortShingle(self.short_shingle));
+        }
         Ok(())
     }
 }
@@ -186,6 +203,19 @@ pub struct Signed {
     pub fingerprint: Vec<u64>,
     /// Tokens of the text that was signed.
     pub tokens: usize,
+    /// Which family the signatures are of.
+    pub family: Family,
+}
+
+/// The signature family of a page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// SpotSigs (pages with enough stopword antecedents).
+    #[default]
+    Spotsigs,
+    /// Word shingles of a short text ([`words`]).
+    Words,
 }
 
 impl Signed {
@@ -269,15 +299,41 @@ impl Signer {
         let strip_time = started.elapsed();
         let mut tokens = Tokens::default();
         self.tokens(&text, &mut tokens);
-        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let (sigs, family) = self.signatures(&tokens);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         let signed = Signed {
             text,
             sigs,
             fingerprint: fp,
             tokens: tokens.len(),
+            family,
         };
         (signed, strip_time)
+    }
+
+    /// Whether a text with `spot` distinct SpotSigs is signed by its word shingles.
+    fn is_short(&self, spot: usize) -> bool {
+        self.config.short_shingle > 0 && spot < self.config.short_below as usize
+    }
+
+    /// The signatures of `tokens`: SpotSigs, or the word shingles of a short text.
+    fn signatures(&self, tokens: &Tokens) -> (Signatures, Family) {
+        let sigs = spotsigs::spotsigs(tokens, self.spot);
+        if self.is_short(sigs.set_len()) {
+            let k = self.config.short_shingle as usize;
+            (words::word_shingles(tokens, k), Family::Words)
+        } else {
+            (sigs, Family::Spotsigs)
+        }
+    }
+
+    /// The strings of [`Signer::signatures`], in text order.
+    fn strings(&self, tokens: &Tokens) -> Vec<String> {
+        if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) {
+            words::word_shingle_strings(tokens, self.config.short_shingle as usize)
+        } else {
+            spotsigs::spotsig_strings(tokens, self.spot)
+        }
     }
 
     /// The signatures of `html` as strings, for inspection.
@@ -285,7 +341,7 @@ impl Signer {
         let text = text::strip(html, &self.strip);
         let mut tokens = Tokens::default();
         self.tokens(&text, &mut tokens);
-        spotsigs::spotsig_strings(&tokens, self.spot)
+        self.strings(&tokens)
     }
 
     /// Signs plain text (no markup): every non-empty line is a block, all of them signed.
@@ -293,7 +349,7 @@ impl Signer {
     pub fn sign_text(&self, plain: &str) -> Signed {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let (sigs, family) = self.signatures(&tokens);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         Signed {
             text: Stripped {
@@ -303,6 +359,7 @@ impl Signer {
             sigs,
             fingerprint: fp,
             tokens: tokens.len(),
+            family,
         }
     }
 
@@ -310,7 +367,7 @@ impl Signer {
     pub fn text_signature_strings(&self, plain: &str) -> Vec<String> {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        spotsigs::spotsig_strings(&tokens, self.spot)
+        self.strings(&tokens)
     }
 
     fn text_tokens(&self, plain: &str, out: &mut Tokens) {

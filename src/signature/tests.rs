@@ -16,6 +16,8 @@ fn reference_signer(kind: FingerprintKind, bits: u32) -> Signer {
         stem: false,
         fingerprint: kind,
         fingerprint_bits: bits,
+        // the reference vector is SpotSigs itself, whatever the page's length
+        short_shingle: 0,
         ..SignatureConfig::default()
     })
     .unwrap()
@@ -43,6 +45,40 @@ fn reference_vector_through_the_signer() {
 
 /// Golden fingerprints: a change here changes every stored index, so it needs a new
 /// index format version.
+#[test]
+fn short_pages_are_signed_by_word_shingles() {
+    let spot = Signer::new(&SignatureConfig::default()).unwrap();
+    // seven SpotSigs: under the default's ten, so the page is signed by its word 3-shingles
+    let s = spot.sign(OBAMA_HTML);
+    assert_eq!(s.family, Family::Words);
+    assert!(s.sigs.set_len() > 20 && s.sigs.set_len() <= s.tokens - 2, "{}", s.sigs.set_len());
+    let strings = spot.signature_strings(OBAMA_HTML);
+    assert_eq!(strings.len(), s.sigs.set_len());
+    assert!(strings.iter().all(|x| x.starts_with('#')), "{strings:?}");
+    assert!(strings.contains(&"#the south carolina".to_string()), "{strings:?}");
+    // the family switch is the SpotSigs count, and 0 turns it off
+    let low = Signer::new(&SignatureConfig {
+        short_below: 7,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert_eq!(low.sign(OBAMA_HTML).family, Family::Spotsigs);
+    let off = Signer::new(&SignatureConfig {
+        short_shingle: 0,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert_eq!(off.sign(OBAMA_HTML).family, Family::Spotsigs);
+    assert_eq!(off.sign(OBAMA_HTML).sigs.set_len(), 7);
+    // plain text goes the same way
+    assert_eq!(spot.sign_text("the council met on monday to vote").family, Family::Words);
+    let bad = SignatureConfig {
+        short_shingle: 9,
+        ..SignatureConfig::default()
+    };
+    assert!(Signer::new(&bad).is_err());
+}
+
 #[test]
 fn golden_fingerprints() {
     let simhash = reference_signer(FingerprintKind::Simhash, 64).sign(OBAMA_HTML);

@@ -178,7 +178,7 @@ impl Deduplicator {
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
             best = self.verify(signed, &cands)?;
         }
-        if best.is_none() && matches!(method, Method::Spotsigs | Method::Chain) {
+        if best.is_none() && method.has_lists() {
             self.index.list_candidates(&signed.sigs, &mut cands)?;
             best = self.verify(signed, &cands)?;
         }

@@ -44,7 +44,7 @@ pub use store::{
     Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
 };
 
-use crate::signature::{Measure, SignatureConfig, Signatures};
+use crate::signature::{Features, Measure, SignatureConfig, Signatures};
 
 /// Version of the key layout and record encodings. Bump on any change of either, or of what
 /// a stored document's signatures and fingerprint are computed from (the fingerprint
@@ -81,11 +81,42 @@ pub enum Method {
     Spotsigs,
     /// alg.G first (near-exact copies), then the exact-Jaccard lists.
     Chain,
+    /// The exact-Jaccard lists over sentence shingles (the signer's sentence family).
+    Sentences,
 }
 
 impl Method {
     /// Every method.
-    pub const ALL: [Method; 4] = [Method::AlgG, Method::AlgH, Method::Spotsigs, Method::Chain];
+    pub const ALL: [Method; 5] = [
+        Method::AlgG,
+        Method::AlgH,
+        Method::Spotsigs,
+        Method::Chain,
+        Method::Sentences,
+    ];
+
+    /// The signature family the method's pages are signed with.
+    pub fn features(self) -> Features {
+        match self {
+            Method::Sentences => Features::Sentences,
+            _ => Features::Spotsigs,
+        }
+    }
+
+    /// Whether the method keeps the exact-Jaccard lists.
+    pub fn has_lists(self) -> bool {
+        matches!(self, Method::Spotsigs | Method::Chain | Method::Sentences)
+    }
+
+    /// The default of `min-signatures`: 10 SpotSigs chains (two or three sentences of
+    /// prose), 3 sentences (a page of one or two sentences has nothing of its own to
+    /// compare; Jaccard ≥ τ of such samples is one shared sentence).
+    pub fn default_min_signatures(self) -> u32 {
+        match self.features() {
+            Features::Spotsigs => 10,
+            Features::Sentences => 3,
+        }
+    }
 
     /// Name as in flags.
     pub fn as_str(self) -> &'static str {
@@ -94,6 +125,7 @@ impl Method {
             Method::AlgH => "alg-h",
             Method::Spotsigs => "spotsigs",
             Method::Chain => "chain",
+            Method::Sentences => "sentences",
         }
     }
 }
@@ -104,7 +136,9 @@ impl std::str::FromStr for Method {
         Method::ALL
             .into_iter()
             .find(|m| m.as_str() == s)
-            .ok_or_else(|| format!("unknown method {s:?} (known: alg-g, alg-h, spotsigs, chain)"))
+            .ok_or_else(|| {
+                format!("unknown method {s:?} (known: alg-g, alg-h, spotsigs, chain, sentences)")
+            })
     }
 }
 
@@ -128,7 +162,8 @@ pub struct IndexParams {
     pub rh: u32,
     /// Blocks (alg.G) or groups (alg.H); 0 picks the default for `rh`.
     pub m: u32,
-    /// Pages with fewer distinct signatures are skipped.
+    /// Pages with fewer distinct signatures are skipped (sentence hashes for
+    /// [`Method::Sentences`]).
     pub min_signatures: u32,
     /// The signing settings.
     pub signature: SignatureConfig,
@@ -270,24 +305,38 @@ fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
     let a = serde_json::to_value(stored).unwrap_or_default();
     let b = serde_json::to_value(asked).unwrap_or_default();
     let mut out = Vec::new();
-    fn walk(prefix: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    // a key left out of the JSON is a setting at its default
+    let default = serde_json::Value::String("(default)".into());
+    fn walk(
+        prefix: &str,
+        a: &serde_json::Value,
+        b: &serde_json::Value,
+        default: &serde_json::Value,
+        out: &mut Vec<String>,
+    ) {
         match (a, b) {
             (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
-                for (k, va) in x {
-                    let vb = y.get(k).unwrap_or(&serde_json::Value::Null);
+                let only_b = y.keys().filter(|k| !x.contains_key(*k));
+                for k in x.keys().chain(only_b) {
                     let p = if prefix.is_empty() {
                         k.clone()
                     } else {
                         format!("{prefix}.{k}")
                     };
-                    walk(&p, va, vb, out);
+                    walk(
+                        &p,
+                        x.get(k).unwrap_or(default),
+                        y.get(k).unwrap_or(default),
+                        default,
+                        out,
+                    );
                 }
             }
             _ if a != b => out.push(format!("{prefix}: {a} → {b}")),
             _ => {}
         }
     }
-    walk("", &a, &b, &mut out);
+    walk("", &a, &b, &default, &mut out);
     out.join(", ")
 }
 
@@ -316,6 +365,15 @@ impl Index {
             .signature
             .validate()
             .map_err(|e| IndexParamError(e.to_string()))?;
+        if params.signature.features != params.method.features() {
+            return Err(IndexParamError(format!(
+                "method {} signs with {}, not {}",
+                params.method,
+                params.method.features().as_str(),
+                params.signature.features.as_str()
+            ))
+            .into());
+        }
         match store.get(Family::Meta, META_FORMAT)? {
             Some(v) => {
                 let found = u32::from_be_bytes(
@@ -431,12 +489,12 @@ impl Index {
             Method::AlgH => Some(alg_h::AlgH::new(k, m_h, params.rh)?),
             _ => None,
         };
-        let lists = match params.method {
-            Method::Spotsigs | Method::Chain => Some(lists::Lists::new(
+        let lists = match params.method.has_lists() {
+            true => Some(lists::Lists::new(
                 params.threshold,
                 params.measure == Measure::Jaccard,
             )?),
-            _ => None,
+            false => None,
         };
         let next_doc = match store.get(Family::Meta, META_NEXT_DOC)? {
             Some(v) => u64::from_be_bytes(
@@ -661,6 +719,10 @@ impl Index {
         out: &mut Vec<Candidate>,
     ) -> Result<(), IndexError> {
         out.clear();
+        let found = match self.params.method {
+            Method::Sentences => Found::Sentences,
+            _ => Found::Spotsigs,
+        };
         if let Some(l) = &self.lists {
             self.last_query.clear();
             self.last_query.extend(sigs.hashes());
@@ -673,7 +735,7 @@ impl Index {
             out.extend(self.scratch_docs.iter().map(|&doc| Candidate {
                 doc,
                 hamming: None,
-                found: Found::Spotsigs,
+                found,
             }));
         }
         Ok(())

@@ -1,8 +1,8 @@
 //! Signatures: SpotSigs, sentence shingles, fingerprints, similarity.
 //!
 //! Pure code: no I/O, no runtime, no metrics. The [`Signer`] runs the whole signing path
-//! for one page (strip → tokens → SpotSigs → fingerprint) and is `Sync`, so one signer
-//! serves every worker thread.
+//! for one page (strip → tokens → SpotSigs or sentence shingles → fingerprint) and is
+//! `Sync`, so one signer serves every worker thread.
 
 pub mod fingerprint;
 pub mod shingles;
@@ -12,6 +12,7 @@ pub mod spotsigs;
 use serde::{Deserialize, Serialize};
 
 pub use fingerprint::{fingerprint, hamming, FingerprintKind};
+pub use shingles::ShingleParams;
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
 pub use spotsigs::SpotParams;
 
@@ -29,6 +30,39 @@ pub enum Content {
     Main,
     /// Every visible block.
     All,
+}
+
+/// Which signatures make a page's signature set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Features {
+    /// SpotSigs chains.
+    #[default]
+    Spotsigs,
+    /// Sentence shingles: the bottom-k sample of the sentence hashes.
+    Sentences,
+}
+
+impl Features {
+    /// Name as in flags and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Features::Spotsigs => "spotsigs",
+            Features::Sentences => "sentences",
+        }
+    }
+
+    fn is_spotsigs(&self) -> bool {
+        *self == Features::Spotsigs
+    }
+}
+
+fn default_sentence_sample() -> u32 {
+    ShingleParams::default().k as u32
+}
+
+fn is_default_sentence_sample(k: &u32) -> bool {
+    *k == default_sentence_sample()
 }
 
 /// A sorted signature multiset: `(hash, freq)` ascending by hash, every freq ≥ 1.
@@ -78,7 +112,8 @@ impl Signatures {
 }
 
 /// Settings of the signing path. Changing any of them changes the signatures, so they are
-/// stored in an index's metadata.
+/// stored in an index's metadata. The sentence settings are left out of the stored JSON at
+/// their defaults, so the metadata of an index signed with SpotSigs reads as before.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignatureConfig {
@@ -106,6 +141,15 @@ pub struct SignatureConfig {
     pub fingerprint: FingerprintKind,
     /// Fingerprint width in bits (64; 128 or 256 for minhash1).
     pub fingerprint_bits: u32,
+    /// The signature family: SpotSigs chains or sentence shingles.
+    #[serde(default, skip_serializing_if = "Features::is_spotsigs")]
+    pub features: Features,
+    /// Sentence shingles: the sample size `k` (distinct sentence hashes kept at most).
+    #[serde(
+        default = "default_sentence_sample",
+        skip_serializing_if = "is_default_sentence_sample"
+    )]
+    pub sentence_sample: u32,
 }
 
 impl Default for SignatureConfig {
@@ -123,6 +167,8 @@ impl Default for SignatureConfig {
             max_page_bytes: 16 * 1024 * 1024,
             fingerprint: FingerprintKind::Minhash1,
             fingerprint_bits: 64,
+            features: Features::Spotsigs,
+            sentence_sample: default_sentence_sample(),
         }
     }
 }
@@ -144,6 +190,9 @@ pub enum SignatureConfigError {
     /// Link density outside [0, 1].
     #[error("max link density must be within [0, 1] (got {0})")]
     LinkDensity(f64),
+    /// A sentence sample of no sentences.
+    #[error("the sentence sample must keep at least 1 sentence hash (got 0)")]
+    SentenceSample,
 }
 
 impl SignatureConfig {
@@ -171,6 +220,9 @@ impl SignatureConfig {
         if !(0.0..=1.0).contains(&self.max_link_density) {
             return Err(SignatureConfigError::LinkDensity(self.max_link_density));
         }
+        if self.sentence_sample == 0 {
+            return Err(SignatureConfigError::SentenceSample);
+        }
         Ok(())
     }
 }
@@ -180,7 +232,7 @@ impl SignatureConfig {
 pub struct Signed {
     /// The stripped text.
     pub text: Stripped,
-    /// The SpotSigs multiset.
+    /// The signature set: the SpotSigs multiset, or the sentence sample.
     pub sigs: Signatures,
     /// The fingerprint, `fingerprint_bits / 64` words.
     pub fingerprint: Vec<u64>,
@@ -201,6 +253,7 @@ pub struct Signer {
     tokenizer: Tokenizer,
     strip: StripOptions,
     spot: SpotParams,
+    shingles: ShingleParams,
 }
 
 impl Signer {
@@ -231,6 +284,10 @@ impl Signer {
                 distance: config.spot_distance,
                 chain: config.chain_len,
             },
+            shingles: ShingleParams {
+                k: config.sentence_sample as usize,
+                ..ShingleParams::default()
+            },
         })
     }
 
@@ -239,7 +296,8 @@ impl Signer {
         &self.config
     }
 
-    /// Tokenizes the blocks of the configured content that are not link-dominated.
+    /// Tokenizes the blocks of the configured content that are not link-dominated (with
+    /// sentence shingles, every sentence of a block is a block of its own).
     pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
         out.clear();
         let range = match self.config.content {
@@ -252,7 +310,33 @@ impl Signer {
             if block.link_bytes as f64 > self.config.max_link_density * len {
                 continue;
             }
-            self.tokenizer.push_block(t, out);
+            self.push_block(t, out);
+        }
+    }
+
+    fn push_block(&self, block: &str, out: &mut Tokens) {
+        match self.config.features {
+            Features::Spotsigs => self.tokenizer.push_block(block, out),
+            Features::Sentences => {
+                for s in shingles::sentences(block) {
+                    self.tokenizer.push_block(s, out);
+                }
+            }
+        }
+    }
+
+    /// The signature set of tokens from [`Signer::tokens`].
+    pub fn signatures(&self, tokens: &Tokens) -> Signatures {
+        match self.config.features {
+            Features::Spotsigs => spotsigs::spotsigs(tokens, self.spot),
+            Features::Sentences => shingles::sentence_shingles(tokens, self.shingles),
+        }
+    }
+
+    fn strings(&self, tokens: &Tokens) -> Vec<String> {
+        match self.config.features {
+            Features::Spotsigs => spotsigs::spotsig_strings(tokens, self.spot),
+            Features::Sentences => shingles::sentence_strings(tokens, self.shingles),
         }
     }
 
@@ -269,7 +353,7 @@ impl Signer {
         let strip_time = started.elapsed();
         let mut tokens = Tokens::default();
         self.tokens(&text, &mut tokens);
-        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let sigs = self.signatures(&tokens);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         let signed = Signed {
             text,
@@ -285,7 +369,7 @@ impl Signer {
         let text = text::strip(html, &self.strip);
         let mut tokens = Tokens::default();
         self.tokens(&text, &mut tokens);
-        spotsigs::spotsig_strings(&tokens, self.spot)
+        self.strings(&tokens)
     }
 
     /// Signs plain text (no markup): every non-empty line is a block, all of them signed.
@@ -293,7 +377,7 @@ impl Signer {
     pub fn sign_text(&self, plain: &str) -> Signed {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        let sigs = spotsigs::spotsigs(&tokens, self.spot);
+        let sigs = self.signatures(&tokens);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         Signed {
             text: Stripped {
@@ -310,17 +394,18 @@ impl Signer {
     pub fn text_signature_strings(&self, plain: &str) -> Vec<String> {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        spotsigs::spotsig_strings(&tokens, self.spot)
+        self.strings(&tokens)
     }
 
     fn text_tokens(&self, plain: &str, out: &mut Tokens) {
         out.clear();
         for line in plain.lines().filter(|l| !l.trim().is_empty()) {
-            self.tokenizer.push_block(line, out);
+            self.push_block(line, out);
         }
     }
 
-    /// The hash a signature string has in a signature set (`antecedent:t1:…:tc`).
+    /// The hash a signature string has in a signature set (`antecedent:t1:…:tc`, or a
+    /// sentence's kept words joined by spaces).
     pub fn signature_hash(s: &str) -> u32 {
         crc32fast::hash(s.as_bytes())
     }

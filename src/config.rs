@@ -145,7 +145,7 @@ pub struct DetectOptions {
     /// Blocks (alg-g) or groups (alg-h); 0 picks the default for the radius [default: 0]
     #[arg(long, env = "NEARDUP_M")]
     pub m: Option<u32>,
-    /// Pages with fewer distinct signatures are skipped [default: 10; method sentences: 3]
+    /// Pages with fewer distinct signatures are skipped [default: 10; method sentences: 5]
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
     pub min_signatures: Option<u32>,
     /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(p.method, Method::Sentences);
         assert_eq!(p.signature.features, Features::Sentences);
         assert_eq!(p.signature.sentence_sample, 128);
-        assert_eq!(p.min_signatures, 3);
+        assert_eq!(p.min_signatures, 5);
         // a flag's method wins, and brings its own family and minimum
         let p = index_params(&none, &det, Some(Method::Spotsigs), None, &file).unwrap();
         assert_eq!(p.signature.features, Features::Spotsigs);

@@ -249,7 +249,7 @@ mod sentences {
             let got = out[i].similarity.unwrap();
             assert!((got - sim).abs() < 1e-9, "{}: {got} != {sim}", pages[i].0);
         }
-        // two sentences are fewer than the three a sentence page needs
+        // two sentences are fewer than the five a sentence page needs
         assert_eq!(out[4].kind, DecisionKind::Skipped);
     }
 

@@ -109,12 +109,13 @@ impl Method {
     }
 
     /// The default of `min-signatures`: 10 SpotSigs chains (two or three sentences of
-    /// prose), 3 sentences (a page of one or two sentences has nothing of its own to
-    /// compare; Jaccard ≥ τ of such samples is one shared sentence).
+    /// prose), 5 sentences (the few sentences of a shorter page are mostly its site's
+    /// notices, and one or two shared ones reach τ; measured on the dev pages, 5 against 3
+    /// raises F1 from 0.873 to 0.898 and still skips fewer pages than SpotSigs' 10).
     pub fn default_min_signatures(self) -> u32 {
         match self.features() {
             Features::Spotsigs => 10,
-            Features::Sentences => 3,
+            Features::Sentences => 5,
         }
     }
 

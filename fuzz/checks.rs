@@ -69,7 +69,7 @@ const PAGES: [&str; 3] = [
      </main></body></html>",
 ];
 
-/// Index keys and values: an index (the first byte picks one of the four methods) holding
+/// Index keys and values: an index (the first byte picks one of the methods) holding
 /// two real pages gets arbitrary entries (family, key length, value length, key, value) in
 /// any of its column families, then every read path runs over it: decisions for new and
 /// known pages, lookups by id and number, statistics, expiry.
@@ -77,11 +77,13 @@ pub fn index(data: &[u8]) {
     let Some((&first, mut rest)) = data.split_first() else {
         return;
     };
-    let params = IndexParams {
-        method: Method::ALL[first as usize % Method::ALL.len()],
+    let method = Method::ALL[first as usize % Method::ALL.len()];
+    let mut params = IndexParams {
+        method,
         min_signatures: 1,
         ..Default::default()
     };
+    params.signature.features = method.features();
     let mut d = Deduplicator::new(Index::memory(params).expect("a memory index opens"))
         .expect("a fresh index");
     for (i, html) in PAGES[..2].iter().enumerate() {

@@ -14,7 +14,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::index::{IndexParams, Method};
-use crate::signature::{Content, FingerprintKind, Measure, SignatureConfig};
+use crate::signature::{Content, Features, FingerprintKind, Measure, SignatureConfig};
 use crate::text::{Language, StripMode};
 
 macro_rules! impl_from_str_serde {
@@ -84,6 +84,10 @@ pub struct SignatureOptions {
     /// Pages with fewer distinct SpotSigs than this are signed by word shingles [default: 10]
     #[arg(long, env = "NEARDUP_SHORT_BELOW")]
     pub short_below: Option<u32>,
+    /// Method sentences only: distinct sentence hashes kept per page, the smallest
+    /// [default: 64]
+    #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
+    pub sentence_sample: Option<u32>,
 }
 
 impl SignatureOptions {
@@ -91,11 +95,12 @@ impl SignatureOptions {
     pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
         or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
             chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits,
-            short_shingle, short_below);
+            short_shingle, short_below, sentence_sample);
         self
     }
 
-    /// The signing settings, defaults filled in.
+    /// The signing settings, defaults filled in (SpotSigs; [`index_params`] sets the family
+    /// of the method).
     pub fn resolve(&self) -> Result<SignatureConfig> {
         let d = SignatureConfig::default();
         let stopwords = match &self.stopwords_file {
@@ -127,6 +132,8 @@ impl SignatureOptions {
             fingerprint_bits: self.fingerprint_bits.unwrap_or(d.fingerprint_bits),
             short_shingle: self.short_shingle.unwrap_or(d.short_shingle),
             short_below: self.short_below.unwrap_or(d.short_below),
+            features: d.features,
+            sentence_sample: self.sentence_sample.unwrap_or(d.sentence_sample),
         };
         c.validate()?;
         Ok(c)
@@ -146,7 +153,7 @@ pub struct DetectOptions {
     /// Blocks (alg-g) or groups (alg-h); 0 picks the default for the radius [default: 0]
     #[arg(long, env = "NEARDUP_M")]
     pub m: Option<u32>,
-    /// Pages with fewer distinct signatures are skipped [default: 10]
+    /// Pages with fewer distinct signatures are skipped [default: 10; method sentences: 5]
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
     pub min_signatures: Option<u32>,
     /// Count document frequencies and match only on informative signatures (IDF band,
@@ -181,7 +188,7 @@ fn de_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration
 #[derive(Args, Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct MethodOptions {
-    /// Candidate index: alg-g, alg-h, spotsigs or chain [default: spotsigs]
+    /// Candidate index: alg-g, alg-h, spotsigs, chain or sentences [default: spotsigs]
     #[arg(long, env = "NEARDUP_METHOD")]
     pub method: Option<Method>,
     /// Similarity threshold τ in (0, 1] [default: 0.5]
@@ -510,14 +517,23 @@ pub fn index_params(
         retention: fd.retention,
     });
     let d = IndexParams::default();
+    let method = method.or(fd.method).unwrap_or(d.method);
+    let mut signature = sig.resolve()?;
+    signature.features = method.features();
+    if signature.features != Features::Sentences {
+        // a setting of the sentence family only; not kept in another index's parameters
+        signature.sentence_sample = SignatureConfig::default().sentence_sample;
+    }
     let p = IndexParams {
-        method: method.or(fd.method).unwrap_or(d.method),
+        method,
         measure: det.measure.unwrap_or(d.measure),
         threshold: threshold.or(fd.threshold).unwrap_or(d.threshold),
         rh: det.rh.unwrap_or(d.rh),
         m: det.m.unwrap_or(d.m),
-        min_signatures: det.min_signatures.unwrap_or(d.min_signatures),
-        signature: sig.resolve()?,
+        min_signatures: det
+            .min_signatures
+            .unwrap_or(method.default_min_signatures()),
+        signature,
         frequencies: det.frequencies.unwrap_or(d.frequencies),
     };
     if !(p.threshold > 0.0 && p.threshold <= 1.0) {
@@ -570,5 +586,41 @@ mod tests {
             &FileConfig::default(),
         );
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn method_sentences_picks_the_sentence_family_and_its_minimum() {
+        let file: FileConfig = toml::from_str(
+            "[signature]\nsentence-sample = 128\n[detect]\nmethod = \"sentences\"\n",
+        )
+        .unwrap();
+        let none = SignatureOptions::default();
+        let det = DetectOptions::default();
+        let p = index_params(&none, &det, None, None, &file).unwrap();
+        assert_eq!(p.method, Method::Sentences);
+        assert_eq!(p.signature.features, Features::Sentences);
+        assert_eq!(p.signature.sentence_sample, 128);
+        assert_eq!(p.min_signatures, 5);
+        // a flag's method wins, and brings its own family and minimum
+        let p = index_params(&none, &det, Some(Method::Spotsigs), None, &file).unwrap();
+        assert_eq!(p.signature.features, Features::Spotsigs);
+        assert_eq!(p.min_signatures, 10);
+        assert_eq!(
+            p,
+            IndexParams::default(),
+            "the sample is not a SpotSigs setting"
+        );
+        // a minimum given is kept whatever the method
+        let det = DetectOptions {
+            min_signatures: Some(2),
+            ..Default::default()
+        };
+        let p = index_params(&none, &det, None, None, &file).unwrap();
+        assert_eq!(p.min_signatures, 2);
+        let zero = SignatureOptions {
+            sentence_sample: Some(0),
+            ..Default::default()
+        };
+        assert!(index_params(&zero, &det, None, None, &file).is_err());
     }
 }

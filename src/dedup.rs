@@ -192,7 +192,7 @@ impl Deduplicator {
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
             best = self.verify(q, &cands)?;
         }
-        if best.is_none() && matches!(method, Method::Spotsigs | Method::Chain) {
+        if best.is_none() && method.has_lists() {
             self.index.list_candidates(q, &mut cands)?;
             best = self.verify(q, &cands)?;
         }

@@ -115,3 +115,53 @@ fn file_mode_outputs_validate_and_read_back() {
     w["extra"] = 1.into();
     assert!(!tagged.is_valid(&w));
 }
+
+/// `neardup dedup --method sentences`: the records name the method and the lists that found
+/// each duplicate, and follow the schema.
+#[test]
+fn sentence_method_outputs_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("all.jsonl");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["dedup", "--method", "sentences", "--input"])
+        .arg(root().join("examples/pages.jsonl"))
+        .arg("--index")
+        .arg(dir.path().join("index"))
+        .arg("--unique")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let tagged = validator("tagged.v1.schema.json");
+    let records = lines(&out);
+    assert_eq!(records.len(), 13);
+    let mut duplicates = 0;
+    for v in &records {
+        if let Err(e) = tagged.validate(v) {
+            panic!("{e}: {v}");
+        }
+        assert_eq!(v["dedup"]["method"], "sentences");
+        if v["dedup"]["decision"] == "duplicate" {
+            assert_eq!(v["dedup"]["found_by"], "sentences");
+            duplicates += 1;
+        }
+    }
+    // at least the mirror of the school story
+    assert!(duplicates >= 1);
+    // the index says how it was signed: reopening it as SpotSigs is refused
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["dedup", "--input"])
+        .arg(root().join("examples/pages.jsonl"))
+        .arg("--index")
+        .arg(dir.path().join("index"))
+        .arg("--unique")
+        .arg(dir.path().join("again.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(
+        err.contains("method: \"sentences\" → \"spotsigs\""),
+        "{err}"
+    );
+}

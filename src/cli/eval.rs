@@ -1,8 +1,9 @@
 //! `neardup eval`: pairwise precision, recall and F1 on a labelled corpus.
 //!
 //! Corpus lines are pages with a `cluster` field (pages sharing a non-null cluster are
-//! near-duplicates). Pages are signed once, then for every method × threshold they run in
-//! file order through a fresh temporary RocksDB index. A predicted pair is a duplicate and
+//! near-duplicates). Pages are signed once for each signature family the methods need
+//! (SpotSigs, sentence shingles), then for every method × threshold they run in file order
+//! through a fresh temporary RocksDB index. A predicted pair is a duplicate and
 //! its canonical page, or two duplicates sharing a canonical page.
 
 use std::collections::{HashMap, HashSet};
@@ -158,14 +159,27 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     } else {
         args.threshold.clone()
     };
-    let base = config::index_params(
-        &args.signature,
-        &args.detect,
-        Some(methods[0]),
-        Some(thresholds[0]),
-        file,
-    )?;
-    let signer = Signer::new(&base.signature)?;
+    // one parameter set a method (its signature family, its default min-signatures), and
+    // one signer for each distinct signature setting among them
+    let mut method_params = Vec::new();
+    let mut signers: Vec<Signer> = Vec::new();
+    for &method in &methods {
+        let params = config::index_params(
+            &args.signature,
+            &args.detect,
+            Some(method),
+            Some(thresholds[0]),
+            file,
+        )?;
+        let at = match signers.iter().position(|s| *s.config() == params.signature) {
+            Some(at) => at,
+            None => {
+                signers.push(Signer::new(&params.signature)?);
+                signers.len() - 1
+            }
+        };
+        method_params.push((method, params, at));
+    }
 
     let t0 = Instant::now();
     let mut pages: Vec<LabelledPage> = Vec::new();
@@ -175,19 +189,23 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     })?;
     let bytes: usize = pages.iter().map(|p| p.html.len()).sum();
     let t_read = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    let signed: Vec<Signed> = pages.par_iter().map(|p| signer.sign(&p.html)).collect();
-    let t_sign = t1.elapsed().as_secs_f64();
-    eprintln!(
-        "neardup eval: {} pages, {:.1} MB read in {:.1} s; signed in {:.1} s ({:.0} pages/s, {:.1} MB/s on {} threads)",
-        pages.len(),
-        bytes as f64 / 1e6,
-        t_read,
-        t_sign,
-        pages.len() as f64 / t_sign,
-        bytes as f64 / 1e6 / t_sign,
-        rayon::current_num_threads()
-    );
+    let mut signed_by: Vec<Vec<Signed>> = Vec::with_capacity(signers.len());
+    for signer in &signers {
+        let t1 = Instant::now();
+        signed_by.push(pages.par_iter().map(|p| signer.sign(&p.html)).collect());
+        let t_sign = t1.elapsed().as_secs_f64();
+        eprintln!(
+            "neardup eval: {} pages, {:.1} MB read in {:.1} s; signed ({}) in {:.1} s ({:.0} pages/s, {:.1} MB/s on {} threads)",
+            pages.len(),
+            bytes as f64 / 1e6,
+            t_read,
+            signer.config().features.as_str(),
+            t_sign,
+            pages.len() as f64 / t_sign,
+            bytes as f64 / 1e6 / t_sign,
+            rayon::current_num_threads()
+        );
+    }
 
     let ids: HashMap<String, u32> = pages
         .iter()
@@ -236,10 +254,10 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             "decide/s"
         );
     }
-    for &method in &methods {
+    for (method, base, at) in &method_params {
+        let (method, signed) = (*method, &signed_by[*at]);
         for &tau in &thresholds {
             let mut params = base.clone();
-            params.method = method;
             params.threshold = tau;
             let dir = tempfile::tempdir()?;
             let mut dedup = Deduplicator::new(Index::open_dir(dir.path(), params)?)?;
@@ -247,7 +265,7 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             let mut skipped = 0;
             let mut skipped_pages: HashSet<u32> = HashSet::new();
             let t = Instant::now();
-            for (i, (p, s)) in pages.iter().zip(&signed).enumerate() {
+            for (i, (p, s)) in pages.iter().zip(signed).enumerate() {
                 let page = PageRef {
                     id: &p.id,
                     url: &p.url,
@@ -319,7 +337,7 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                 );
             }
             if args.by_length && !args.json {
-                print_by_length(&signed, &gold, &predicted, &skipped_pages);
+                print_by_length(signed, &gold, &predicted, &skipped_pages);
             }
             rows.push(row);
         }
@@ -396,6 +414,75 @@ fn print_by_length(
         println!(
             "    {:<10} {:>6} {:>8} {:>5} {:>9} {:>5} {:>9.3} {:>7.3} {:>6.3}",
             LENGTH_BUCKETS[b].2, pages[b], skip[b], g[b], pr[b], tp[b], p, r, f
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    /// The example pages labelled: the river story in three templates, the school story and
+    /// its mirror.
+    fn corpus(dir: &Path) -> PathBuf {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pages.jsonl"),
+        )
+        .unwrap();
+        let mut out = String::new();
+        for line in text.lines() {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let cluster = match v["id"].as_str().unwrap() {
+                "ex-001" | "ex-003" | "ex-007" => Some("river"),
+                "ex-002" | "ex-011" => Some("school"),
+                _ => None,
+            };
+            v["cluster"] = cluster.into();
+            out.push_str(&serde_json::to_string(&v).unwrap());
+            out.push('\n');
+        }
+        let path = dir.join("labelled.jsonl");
+        std::fs::write(&path, out).unwrap();
+        path
+    }
+
+    #[test]
+    fn methods_of_both_signature_families_in_one_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = corpus(dir.path());
+        let cli = Cli::try_parse_from([
+            "neardup",
+            "eval",
+            "--corpus",
+            path.to_str().unwrap(),
+            "--method",
+            "spotsigs,sentences,alg-g,alg-h",
+            "--threshold",
+            "0.5",
+        ])
+        .unwrap();
+        let Command::Eval(args) = cli.command else {
+            panic!("not eval")
+        };
+        let rows = run(args, &FileConfig::default()).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
+        assert_eq!(names, ["spotsigs", "sentences", "alg-g", "alg-h"]);
+        for r in &rows {
+            assert_eq!(r.gold, 4, "{}", r.method);
+            assert_eq!(r.precision, 1.0, "{}: no false pairs", r.method);
+        }
+        let (spot, sent) = (&rows[0], &rows[1]);
+        assert_eq!(spot.true_positives, 4);
+        // the mirror is an exact copy in every family
+        assert!(sent.true_positives >= 1);
+        // the navigation page and the loading stub have fewer than five sentences
+        assert!(sent.skipped >= 2, "{}", sent.skipped);
+        assert!(
+            Cli::try_parse_from(["neardup", "eval", "--corpus", "x", "--method", "sentence"])
+                .is_err()
         );
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::input;
 use crate::config::{FileConfig, SignatureOptions};
+use crate::index::Method;
 use crate::record::decode_page;
 use crate::signature::{fingerprint::to_hex, Signer};
 
@@ -18,9 +19,13 @@ pub struct SignArgs {
     /// Page JSONL (plain or gzip), - for stdin
     #[arg(long, env = "NEARDUP_INPUT")]
     pub input: PathBuf,
-    /// Also print every signature as a string (antecedent:t1:…:tc)
+    /// Also print every signature as a string (antecedent:t1:…:tc, or a sentence's words)
     #[arg(long)]
     pub strings: bool,
+    /// Sign as this method does (sentences: sentence shingles; the others: SpotSigs)
+    /// [default: the file's method, else spotsigs]
+    #[arg(long, env = "NEARDUP_METHOD")]
+    pub method: Option<Method>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub signature: SignatureOptions,
@@ -42,7 +47,13 @@ struct Out<'a> {
 /// Runs `neardup sign`.
 pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
     let opts = args.signature.clone().or(file.signature.clone());
-    let signer = Signer::new(&opts.resolve()?)?;
+    let mut config = opts.resolve()?;
+    config.features = args
+        .method
+        .or(file.detect.method)
+        .unwrap_or_default()
+        .features();
+    let signer = Signer::new(&config)?;
     let mut reader = input::open(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

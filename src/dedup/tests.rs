@@ -161,3 +161,110 @@ mod exact {
         }
     }
 }
+
+mod sentences {
+    use super::*;
+
+    const STORY: [&str; 12] = [
+        "The regional council approved a new tram line through the harbour district on Tuesday evening.",
+        "Construction is expected to begin next spring and to last about three years.",
+        "The line will connect the central station with the ferry terminal and the university campus.",
+        "Officials estimate the total cost at roughly four hundred million, shared with the national government.",
+        "Shop owners along the route worry that the works will keep customers away for months.",
+        "The council promised a compensation fund for businesses that lose more than a fifth of their turnover.",
+        "Environmental groups welcomed the decision but asked for more trees along the new tracks.",
+        "A citizens' initiative had collected twelve thousand signatures against the original route.",
+        "The revised plan moves two stops closer to the old market hall.",
+        "Trams are scheduled to run every six minutes during the morning and evening peaks.",
+        "Tickets will be valid on buses and ferries without any surcharge.",
+        "The first trial runs are planned for the autumn before the official opening.",
+    ];
+
+    const OTHER: [&str; 6] = [
+        "A small bakery in the old town has won the national prize for its rye bread.",
+        "The owners opened the shop fifteen years ago after moving from the countryside.",
+        "They bake through the night and sell out most mornings before ten o'clock.",
+        "The jury praised the crust, the slow fermentation and the use of local flour.",
+        "Customers queued around the block on Saturday to congratulate the family.",
+        "The prize comes with a trip to an international baking fair next year.",
+    ];
+
+    fn html(template: &str, sentences: &[String]) -> String {
+        let body: String = sentences
+            .chunks(3)
+            .map(|p| format!("<p>{}</p>", p.join(" ")))
+            .collect();
+        format!(
+            "<html><head><title>News</title></head><body><nav><a href=/>Home</a> \
+             <a href=/city>City</a> <a href=/sport>Sport</a></nav><div class={template}>\
+             <article>{body}</article></div><footer>Contact the \
+             newsroom. Read our privacy policy. All rights reserved.</footer></body></html>"
+        )
+    }
+
+    fn owned(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn sentence_dedup() -> Deduplicator {
+        let mut params = IndexParams {
+            method: Method::Sentences,
+            min_signatures: Method::Sentences.default_min_signatures(),
+            ..Default::default()
+        };
+        params.signature.features = Method::Sentences.features();
+        Deduplicator::new(Index::memory(params).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn near_copies_are_found_and_other_stories_are_not() {
+        let story = owned(&STORY);
+        let mut dropped = story.clone();
+        dropped.remove(4);
+        let mut edited = story.clone();
+        edited[1] = edited[1].replace("next spring", "early next year");
+        edited[9] = edited[9].replace("six", "eight");
+        let mut d = sentence_dedup();
+        let pages = [
+            ("story", html("story", &story)),
+            ("other", html("story", &owned(&OTHER))),
+            ("dropped", html("article-body", &dropped)),
+            ("edited", html("story", &edited)),
+            ("short", html("story", &story[..2])),
+        ];
+        let out: Vec<Decision> = pages
+            .iter()
+            .map(|(id, h)| d.process(page(id), h).unwrap().decision)
+            .collect();
+        assert_eq!(out[0].kind, DecisionKind::Unique);
+        assert_eq!(
+            out[1].kind,
+            DecisionKind::Unique,
+            "another story, same template"
+        );
+        for (i, sim) in [(2, 11.0 / 12.0), (3, 10.0 / 14.0)] {
+            assert_eq!(out[i].kind, DecisionKind::Duplicate, "{}", pages[i].0);
+            assert_eq!(out[i].canonical_id.as_deref(), Some("story"));
+            assert_eq!(out[i].found_by, Some(Found::Sentences));
+            let got = out[i].similarity.unwrap();
+            assert!((got - sim).abs() < 1e-9, "{}: {got} != {sim}", pages[i].0);
+        }
+        // two sentences are fewer than the five a sentence page needs
+        assert_eq!(out[4].kind, DecisionKind::Skipped);
+    }
+
+    #[test]
+    fn the_signer_follows_the_index_family() {
+        let d = sentence_dedup();
+        let signed = d.signer().sign(&html("story", &owned(&STORY)));
+        // the article's sentences, not the menu's or the footer's
+        assert_eq!(signed.sigs.set_len(), STORY.len());
+        let strings = d
+            .signer()
+            .signature_strings(&html("story", &owned(&STORY[..1])));
+        assert_eq!(
+            strings,
+            ["the region council approv new tram line through the harbour district tuesday even"]
+        );
+    }
+}

@@ -7,7 +7,7 @@
 //! | record version | u8 = 3 (version 2, written by format 3, is the same without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
 //! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present |
-//! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs |
+//! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs, 4 sentences |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
 //! | signatures | varint count n; if n > 0: u8 Rice parameter k, then a bit stream (below) |
@@ -69,6 +69,8 @@ pub enum Found {
     AlgH,
     /// Exact-Jaccard SpotSigs lists.
     Spotsigs,
+    /// Exact-Jaccard lists over sentence shingles.
+    Sentences,
 }
 
 impl Found {
@@ -78,6 +80,7 @@ impl Found {
             Found::AlgG => "alg-g",
             Found::AlgH => "alg-h",
             Found::Spotsigs => "spotsigs",
+            Found::Sentences => "sentences",
         }
     }
 }
@@ -338,6 +341,7 @@ impl DocRecord {
             Some(Found::AlgG) => 1,
             Some(Found::AlgH) => 2,
             Some(Found::Spotsigs) => 3,
+            Some(Found::Sentences) => 4,
         });
         put_varint(
             &mut out,
@@ -490,6 +494,7 @@ impl Reader<'_> {
             1 => Some(Found::AlgG),
             2 => Some(Found::AlgH),
             3 => Some(Found::Spotsigs),
+            4 => Some(Found::Sentences),
             m => return Err(IndexError::Corrupt(format!("method code {m}"))),
         };
         Ok(Head {

@@ -137,6 +137,73 @@ fn reopen_keeps_documents_and_refuses_other_parameters() {
     assert_eq!(existing.stats().unwrap().next_doc, 2);
 }
 
+/// The params of a sentence-shingle index say so, refuse to be reopened with SpotSigs (or
+/// another sample size), and the stored params of a SpotSigs index read as before (no
+/// sentence settings in its JSON, and JSON without them is SpotSigs).
+#[test]
+fn sentence_index_params_are_stored_and_checked() {
+    let spot = IndexParams::default();
+    let json = serde_json::to_string(&spot).unwrap();
+    assert!(
+        !json.contains("features") && !json.contains("sentence"),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<IndexParams>(&json).unwrap(), spot);
+
+    let mut sent = IndexParams {
+        method: Method::Sentences,
+        min_signatures: Method::Sentences.default_min_signatures(),
+        ..IndexParams::default()
+    };
+    // the method and the signer's family must agree
+    let err = Index::memory(sent.clone()).err().unwrap().to_string();
+    assert!(
+        err.contains("method sentences signs with sentences, not spotsigs"),
+        "{err}"
+    );
+    sent.signature.features = Method::Sentences.features();
+    let json = serde_json::to_string(&sent).unwrap();
+    assert!(json.contains(r#""features":"sentences""#), "{json}");
+
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut idx = Index::open_dir(dir.path(), sent.clone()).unwrap();
+        idx.put(&rec("a", 1, DecisionKind::Unique, vec![5, 9, 11], 7))
+            .unwrap();
+        let mut c = Vec::new();
+        idx.list_candidates(&Signatures::from_hashes(vec![5, 9, 12]), &mut c)
+            .unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].found, Found::Sentences);
+    }
+    let err = Index::open_dir(dir.path(), spot.clone())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("method: \"sentences\" → \"spotsigs\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("signature.features: \"sentences\" → \"(default)\""),
+        "{err}"
+    );
+    let mut bigger = sent.clone();
+    bigger.signature.sentence_sample = 128;
+    let err = Index::open_dir(dir.path(), bigger)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("signature.sentence_sample: \"(default)\" → 128"),
+        "{err}"
+    );
+    let existing = Index::open_existing(Box::new(RocksStore::open(dir.path()).unwrap())).unwrap();
+    assert_eq!(existing.params(), &sent);
+    drop(existing);
+    assert!(Index::open_dir(dir.path(), sent).is_ok());
+}
+
 /// A stop flag ends the open (in the middle of rebuilding the lists), writes nothing, and
 /// the index opens whole afterwards.
 #[test]

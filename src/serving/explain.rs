@@ -58,7 +58,8 @@ pub struct SignatureComparison {
 /// How one method sees a pair.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct MethodVerdict {
-    /// `spotsigs`, `weighted`, `alg-g`, `alg-h-64`, `alg-h-128`, `alg-h-256`.
+    /// `spotsigs` (`sentences` in an index of sentence shingles), `spotsigs-weighted`,
+    /// `alg-g`, `alg-h-64`, `alg-h-128`, `alg-h-256`.
     pub method: String,
     /// Similarity (exact for the signature sets; estimated from the Hamming distance,
     /// `1 − 2h/k`, for the fingerprints).
@@ -204,9 +205,11 @@ impl Service {
     ) -> PairExplanation {
         let p = self.reader.params();
         let (ea, eb) = (a.entries(), b.entries());
+        // the stored signature sets are of the index's family
+        let family = p.signature.features.as_str();
         let mut methods = vec![
             MethodVerdict {
-                method: "spotsigs".into(),
+                method: family.into(),
                 similarity: similarity(ea, eb, Measure::Jaccard),
                 hamming: None,
                 bits: None,
@@ -215,7 +218,7 @@ impl Service {
                 }),
             },
             MethodVerdict {
-                method: "spotsigs-weighted".into(),
+                method: format!("{family}-weighted"),
                 similarity: similarity(ea, eb, Measure::Weighted),
                 hamming: None,
                 bits: None,

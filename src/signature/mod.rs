@@ -1,8 +1,8 @@
 //! Signatures: SpotSigs, sentence shingles, fingerprints, similarity.
 //!
 //! Pure code: no I/O, no runtime, no metrics. The [`Signer`] runs the whole signing path
-//! for one page (strip → tokens → SpotSigs → fingerprint) and is `Sync`, so one signer
-//! serves every worker thread.
+//! for one page (strip → tokens → SpotSigs or sentence shingles → fingerprint) and is
+//! `Sync`, so one signer serves every worker thread.
 
 pub mod fingerprint;
 pub mod shingles;
@@ -13,6 +13,7 @@ pub mod words;
 use serde::{Deserialize, Serialize};
 
 pub use fingerprint::{fingerprint, hamming, FingerprintKind};
+pub use shingles::ShingleParams;
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
 pub use spotsigs::SpotParams;
 
@@ -30,6 +31,39 @@ pub enum Content {
     Main,
     /// Every visible block.
     All,
+}
+
+/// Which signatures make a page's signature set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Features {
+    /// SpotSigs chains.
+    #[default]
+    Spotsigs,
+    /// Sentence shingles: the bottom-k sample of the sentence hashes.
+    Sentences,
+}
+
+impl Features {
+    /// Name as in flags and records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Features::Spotsigs => "spotsigs",
+            Features::Sentences => "sentences",
+        }
+    }
+
+    fn is_spotsigs(&self) -> bool {
+        *self == Features::Spotsigs
+    }
+}
+
+fn default_sentence_sample() -> u32 {
+    ShingleParams::default().k as u32
+}
+
+fn is_default_sentence_sample(k: &u32) -> bool {
+    *k == default_sentence_sample()
 }
 
 /// A sorted signature multiset: `(hash, freq)` ascending by hash, every freq ≥ 1.
@@ -79,7 +113,8 @@ impl Signatures {
 }
 
 /// Settings of the signing path. Changing any of them changes the signatures, so they are
-/// stored in an index's metadata.
+/// stored in an index's metadata. The sentence settings are left out of the stored JSON at
+/// their defaults, so the metadata of an index signed with SpotSigs reads as before.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignatureConfig {
@@ -115,6 +150,15 @@ pub struct SignatureConfig {
     /// A page with fewer distinct SpotSigs than this is signed by its word shingles.
     #[serde(default)]
     pub short_below: u32,
+    /// The signature family: SpotSigs chains or sentence shingles.
+    #[serde(default, skip_serializing_if = "Features::is_spotsigs")]
+    pub features: Features,
+    /// Sentence shingles: the sample size `k` (distinct sentence hashes kept at most).
+    #[serde(
+        default = "default_sentence_sample",
+        skip_serializing_if = "is_default_sentence_sample"
+    )]
+    pub sentence_sample: u32,
 }
 
 impl Default for SignatureConfig {
@@ -134,6 +178,8 @@ impl Default for SignatureConfig {
             fingerprint_bits: 64,
             short_shingle: 3,
             short_below: 10,
+            features: Features::Spotsigs,
+            sentence_sample: default_sentence_sample(),
         }
     }
 }
@@ -158,6 +204,9 @@ pub enum SignatureConfigError {
     /// A word-shingle length that no short text could fill.
     #[error("short-shingle must be 0 (off) to 8 words (got {0})")]
     ShortShingle(u32),
+    /// A sentence sample of no sentences.
+    #[error("the sentence sample must keep at least 1 sentence hash (got 0)")]
+    SentenceSample,
 }
 
 impl SignatureConfig {
@@ -188,6 +237,9 @@ impl SignatureConfig {
         if self.short_shingle > 8 {
             return Err(SignatureConfigError::ShortShingle(self.short_shingle));
         }
+        if self.sentence_sample == 0 {
+            return Err(SignatureConfigError::SentenceSample);
+        }
         Ok(())
     }
 }
@@ -197,7 +249,7 @@ impl SignatureConfig {
 pub struct Signed {
     /// The stripped text.
     pub text: Stripped,
-    /// The SpotSigs multiset.
+    /// The signature set: the SpotSigs multiset, or the sentence sample.
     pub sigs: Signatures,
     /// The fingerprint, `fingerprint_bits / 64` words.
     pub fingerprint: Vec<u64>,
@@ -216,6 +268,8 @@ pub enum Family {
     Spotsigs,
     /// Word shingles of a short text ([`words`]).
     Words,
+    /// Sentence shingles ([`shingles`]).
+    Sentences,
 }
 
 impl Signed {
@@ -231,6 +285,7 @@ pub struct Signer {
     tokenizer: Tokenizer,
     strip: StripOptions,
     spot: SpotParams,
+    shingles: ShingleParams,
 }
 
 impl Signer {
@@ -261,6 +316,10 @@ impl Signer {
                 distance: config.spot_distance,
                 chain: config.chain_len,
             },
+            shingles: ShingleParams {
+                k: config.sentence_sample as usize,
+                ..ShingleParams::default()
+            },
         })
     }
 
@@ -269,7 +328,8 @@ impl Signer {
         &self.config
     }
 
-    /// Tokenizes the blocks of the configured content that are not link-dominated.
+    /// Tokenizes the blocks of the configured content that are not link-dominated (with
+    /// sentence shingles, every sentence of a block is a block of its own).
     pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
         out.clear();
         let range = match self.config.content {
@@ -282,7 +342,52 @@ impl Signer {
             if block.link_bytes as f64 > self.config.max_link_density * len {
                 continue;
             }
-            self.tokenizer.push_block(t, out);
+            self.push_block(t, out);
+        }
+    }
+
+    fn push_block(&self, block: &str, out: &mut Tokens) {
+        match self.config.features {
+            Features::Spotsigs => self.tokenizer.push_block(block, out),
+            Features::Sentences => {
+                for s in shingles::sentences(block) {
+                    self.tokenizer.push_block(s, out);
+                }
+            }
+        }
+    }
+
+    /// The signature set of tokens from [`Signer::tokens`], and its family: SpotSigs, or
+    /// the word shingles of a short text ([`words`]), or sentence shingles.
+    pub fn signatures(&self, tokens: &Tokens) -> (Signatures, Family) {
+        match self.config.features {
+            Features::Spotsigs => {
+                let sigs = spotsigs::spotsigs(tokens, self.spot);
+                if self.is_short(sigs.set_len()) {
+                    let k = self.config.short_shingle as usize;
+                    (words::word_shingles(tokens, k), Family::Words)
+                } else {
+                    (sigs, Family::Spotsigs)
+                }
+            }
+            Features::Sentences => (
+                shingles::sentence_shingles(tokens, self.shingles),
+                Family::Sentences,
+            ),
+        }
+    }
+
+    /// The strings of [`Signer::signatures`], in text order.
+    fn strings(&self, tokens: &Tokens) -> Vec<String> {
+        match self.config.features {
+            Features::Spotsigs => {
+                if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) {
+                    words::word_shingle_strings(tokens, self.config.short_shingle as usize)
+                } else {
+                    spotsigs::spotsig_strings(tokens, self.spot)
+                }
+            }
+            Features::Sentences => shingles::sentence_strings(tokens, self.shingles),
         }
     }
 
@@ -314,26 +419,6 @@ impl Signer {
     /// Whether a text with `spot` distinct SpotSigs is signed by its word shingles.
     fn is_short(&self, spot: usize) -> bool {
         self.config.short_shingle > 0 && spot < self.config.short_below as usize
-    }
-
-    /// The signatures of `tokens`: SpotSigs, or the word shingles of a short text.
-    fn signatures(&self, tokens: &Tokens) -> (Signatures, Family) {
-        let sigs = spotsigs::spotsigs(tokens, self.spot);
-        if self.is_short(sigs.set_len()) {
-            let k = self.config.short_shingle as usize;
-            (words::word_shingles(tokens, k), Family::Words)
-        } else {
-            (sigs, Family::Spotsigs)
-        }
-    }
-
-    /// The strings of [`Signer::signatures`], in text order.
-    fn strings(&self, tokens: &Tokens) -> Vec<String> {
-        if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) {
-            words::word_shingle_strings(tokens, self.config.short_shingle as usize)
-        } else {
-            spotsigs::spotsig_strings(tokens, self.spot)
-        }
     }
 
     /// The signatures of `html` as strings, for inspection.
@@ -373,11 +458,12 @@ impl Signer {
     fn text_tokens(&self, plain: &str, out: &mut Tokens) {
         out.clear();
         for line in plain.lines().filter(|l| !l.trim().is_empty()) {
-            self.tokenizer.push_block(line, out);
+            self.push_block(line, out);
         }
     }
 
-    /// The hash a signature string has in a signature set (`antecedent:t1:…:tc`).
+    /// The hash a signature string has in a signature set (`antecedent:t1:…:tc`, or a
+    /// sentence's kept words joined by spaces).
     pub fn signature_hash(s: &str) -> u32 {
         crc32fast::hash(s.as_bytes())
     }

@@ -4,6 +4,7 @@
 //! for one page (strip → tokens → SpotSigs → fingerprint) and is `Sync`, so one signer
 //! serves every worker thread.
 
+pub mod annotate;
 pub mod fingerprint;
 pub mod shingles;
 pub mod similarity;
@@ -11,6 +12,7 @@ pub mod spotsigs;
 
 use serde::{Deserialize, Serialize};
 
+pub use annotate::{Annotated, Spot};
 pub use fingerprint::{fingerprint, hamming, FingerprintKind};
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
 pub use spotsigs::SpotParams;
@@ -242,18 +244,23 @@ impl Signer {
     /// Tokenizes the blocks of the configured content that are not link-dominated.
     pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
         out.clear();
+        for t in self.signed_blocks(text) {
+            self.tokenizer.push_block(t, out);
+        }
+    }
+
+    /// The texts of the blocks that are signed: the configured content, without the
+    /// link-dominated blocks.
+    pub fn signed_blocks<'a>(&self, text: &'a Stripped) -> impl Iterator<Item = &'a str> + 'a {
         let range = match self.config.content {
             Content::Main => text::main_region(&text.blocks),
             Content::All => 0..text.blocks.len(),
         };
-        for block in &text.blocks[range] {
-            let t = text.block_text(block);
-            let len = (block.end - block.start) as f64;
-            if block.link_bytes as f64 > self.config.max_link_density * len {
-                continue;
-            }
-            self.tokenizer.push_block(t, out);
-        }
+        let max_link_density = self.config.max_link_density;
+        text.blocks[range]
+            .iter()
+            .filter(move |b| b.link_bytes as f64 <= max_link_density * (b.end - b.start) as f64)
+            .map(|b| text.block_text(b))
     }
 
     /// Signs one page (any text; never panics).

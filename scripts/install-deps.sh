@@ -11,6 +11,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
+# the eval report test renders the report in a headless browser
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

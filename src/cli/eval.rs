@@ -15,7 +15,7 @@ use clap::Args;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::input;
+use super::{input, report};
 use crate::config::{self, DetectOptions, FileConfig, SignatureOptions};
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index, Method};
@@ -49,6 +49,10 @@ pub struct EvalArgs {
     /// of its shorter page (words of the signed text), with the pages skipped per bucket
     #[arg(long)]
     pub by_length: bool,
+    /// Also write a self-contained HTML report: the table, a precision-recall curve per
+    /// method over τ, and the false positive and false negative pairs with both texts
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub detect: DetectOptions,
@@ -180,6 +184,17 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
         };
         method_params.push((method, params, at));
     }
+    let mut report = match &args.report {
+        Some(path) => Some(report::Report::create(
+            path,
+            methods.len() * thresholds.len(),
+        )?),
+        None => None,
+    };
+    // with a report, every method also runs over the curves' τ grid (rows not printed)
+    let grid = report
+        .as_ref()
+        .map_or(Vec::new(), |_| report::grid(&thresholds));
 
     let t0 = Instant::now();
     let mut pages: Vec<LabelledPage> = Vec::new();
@@ -256,7 +271,8 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     }
     for (method, base, at) in &method_params {
         let (method, signed) = (*method, &signed_by[*at]);
-        for &tau in &thresholds {
+        for (k, &tau) in thresholds.iter().chain(&grid).enumerate() {
+            let requested = k < thresholds.len();
             let mut params = base.clone();
             params.threshold = tau;
             let dir = tempfile::tempdir()?;
@@ -326,6 +342,12 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                 skipped,
                 decide_pages_per_second: decide_rate,
             };
+            if let Some(r) = report.as_mut() {
+                r.add(&row, requested, &predicted, &gold, &skipped_pages);
+            }
+            if !requested {
+                continue;
+            }
             let opt = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
             if args.json {
                 println!("{}", serde_json::to_string(&row)?);
@@ -341,6 +363,26 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             }
             rows.push(row);
         }
+    }
+    if let Some(r) = report {
+        let info: Vec<report::Page> = pages
+            .iter()
+            .map(|p| report::Page {
+                id: &p.id,
+                url: &p.url,
+                cluster: p.cluster.as_deref(),
+            })
+            .collect();
+        r.write(&report::Inputs {
+            corpus: &args.corpus,
+            rows: &rows,
+            pages: &info,
+            // texts and highlighted signatures are those of the first method's family
+            signed: &signed_by[method_params[0].2],
+            signer: &signers[method_params[0].2],
+            same_template: same_template.as_ref(),
+            gray: gray.as_ref(),
+        })?;
     }
     Ok(rows)
 }

@@ -10,6 +10,7 @@ pub mod explain;
 pub mod group;
 pub mod index;
 pub mod input;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sign;

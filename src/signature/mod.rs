@@ -4,6 +4,7 @@
 //! for one page (strip → tokens → SpotSigs or sentence shingles → fingerprint) and is
 //! `Sync`, so one signer serves every worker thread.
 
+pub mod annotate;
 pub mod fingerprint;
 pub mod shingles;
 pub mod similarity;
@@ -12,6 +13,7 @@ pub mod words;
 
 use serde::{Deserialize, Serialize};
 
+pub use annotate::{Annotated, Spot};
 pub use fingerprint::{fingerprint, hamming, FingerprintKind};
 pub use shingles::ShingleParams;
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
@@ -332,18 +334,23 @@ impl Signer {
     /// sentence shingles, every sentence of a block is a block of its own).
     pub fn tokens(&self, text: &Stripped, out: &mut Tokens) {
         out.clear();
+        for t in self.signed_blocks(text) {
+            self.push_block(t, out);
+        }
+    }
+
+    /// The texts of the blocks that are signed: the configured content, without the
+    /// link-dominated blocks.
+    pub fn signed_blocks<'a>(&self, text: &'a Stripped) -> impl Iterator<Item = &'a str> + 'a {
         let range = match self.config.content {
             Content::Main => text::main_region(&text.blocks),
             Content::All => 0..text.blocks.len(),
         };
-        for block in &text.blocks[range] {
-            let t = text.block_text(block);
-            let len = (block.end - block.start) as f64;
-            if block.link_bytes as f64 > self.config.max_link_density * len {
-                continue;
-            }
-            self.push_block(t, out);
-        }
+        let max_link_density = self.config.max_link_density;
+        text.blocks[range]
+            .iter()
+            .filter(move |b| b.link_bytes as f64 <= max_link_density * (b.end - b.start) as f64)
+            .map(|b| text.block_text(b))
     }
 
     fn push_block(&self, block: &str, out: &mut Tokens) {
@@ -419,6 +426,17 @@ impl Signer {
     /// Whether a text with `spot` distinct SpotSigs is signed by its word shingles.
     fn is_short(&self, spot: usize) -> bool {
         self.config.short_shingle > 0 && spot < self.config.short_below as usize
+    }
+
+    /// The family [`Signer::signatures`] gives `tokens`.
+    pub fn family_of(&self, tokens: &Tokens) -> Family {
+        match self.config.features {
+            Features::Sentences => Family::Sentences,
+            Features::Spotsigs if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) => {
+                Family::Words
+            }
+            Features::Spotsigs => Family::Spotsigs,
+        }
     }
 
     /// The signatures of `html` as strings, for inspection.

@@ -21,7 +21,7 @@ pub const MARKER: u8 = b'#';
 
 /// Calls `visit(first, last)` (token indices, inclusive) for every `k`-shingle of prose:
 /// inside one block, with at least one stopword among its words.
-fn for_each_shingle(tokens: &Tokens, k: usize, mut visit: impl FnMut(usize, usize)) {
+pub fn for_each_shingle(tokens: &Tokens, k: usize, mut visit: impl FnMut(usize, usize)) {
     let k = k.max(1);
     for &(start, end) in tokens.blocks() {
         let (start, end) = (start as usize, end as usize);

@@ -157,7 +157,7 @@ pub struct DetectOptions {
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
     pub min_signatures: Option<u32>,
     /// Count document frequencies and match only on informative signatures (IDF band,
-    /// host template text): true or false [default: true]
+    /// host template text): true or false [default: false]
     #[arg(long, env = "NEARDUP_FREQUENCIES", num_args = 0..=1, default_missing_value = "true")]
     pub frequencies: Option<bool>,
     /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)

@@ -24,7 +24,7 @@ use crate::index::{
 };
 use crate::record::{decode_page, BadRecord, ValidPage};
 use crate::signature::{
-    length_bound, mass, similarity, similarity_at_least, Signatures, Signed, Signer,
+    length_bound, mass, similarity, similarity_at_least, template, Signatures, Signed, Signer,
 };
 
 /// A decision and whether it was stored before (a repeated id).
@@ -171,6 +171,7 @@ impl Deduplicator {
             sigs: signed.sigs.clone(),
             decision: decision.clone(),
             delta,
+            template: signed.template.clone(),
         })?;
         Ok(Outcome {
             decision,
@@ -190,21 +191,24 @@ impl Deduplicator {
         if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(q, &cands)?;
+            best = self.verify(q, &signed.template, &cands)?;
         }
         if best.is_none() && method.has_lists() {
             self.index.list_candidates(q, &mut cands)?;
-            best = self.verify(q, &cands)?;
+            best = self.verify(q, &signed.template, &cands)?;
         }
         self.candidates = cands;
         Ok(best)
     }
 
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
-    /// sides are compared on their informative signatures.
+    /// sides are compared on their informative signatures. A short page (one with a
+    /// template sample) is not matched with a page of its own template
+    /// ([`crate::signature::template`]).
     fn verify(
         &self,
         q: &Signatures,
+        tmpl: &[u32],
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let (m, tau) = (self.index.params().measure, self.index.params().threshold);
@@ -216,6 +220,9 @@ impl Deduplicator {
                 continue; // expired since it was indexed
             };
             if doc.decision.kind != DecisionKind::Unique {
+                continue;
+            }
+            if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
                 continue;
             }
             let informative = self.index.informative(&doc.url, &doc.sigs);

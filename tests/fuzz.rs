@@ -192,6 +192,7 @@ fn fuzz_for_a_while() {
                 sigs: signed.sigs,
                 decision: neardup::index::Decision::plain(neardup::index::DecisionKind::Unique),
                 delta: None,
+                template: Vec::new(),
             }
             .encode()
         })

@@ -681,7 +681,12 @@ mod tests {
 
     #[test]
     fn marks_the_words_of_shared_signatures_only() {
-        let signer = Signer::new(&crate::signature::SignatureConfig::default()).unwrap();
+        // SpotSigs chains (this short text would otherwise be signed by its word shingles)
+        let signer = Signer::new(&crate::signature::SignatureConfig {
+            short_shingle: 0,
+            ..Default::default()
+        })
+        .unwrap();
         let a = signer.sign(
             "<p>The river rose in the night and the council met at dawn to <b>discuss</b> \
              the flood & the barrier.</p>",

@@ -268,3 +268,51 @@ mod sentences {
         );
     }
 }
+
+/// A short page is judged: matched with its copy in another site's template, never with a
+/// page of its own template, however alike their few words are.
+#[test]
+fn short_pages_match_across_templates_only() {
+    let site = |name: &str, body: &str| {
+        let menu: String = (0..25)
+            .map(|i| format!("<li><a href=\"/s/{i}\">{name} section {i}</a></li>"))
+            .collect();
+        format!(
+            "<html><head><title>{name}</title></head><body><header>{name} News</header>\
+             <nav><ul>{menu}</ul></nav><article><p>{body}</p></article>\
+             <footer>Copyright {name}. All rights reserved.</footer></body></html>"
+        )
+    };
+    let brief = "Firefighters contained a brush fire near the reservoir on Tuesday after it \
+                 burned for most of the afternoon, and the county said no homes were damaged.";
+    let edited = brief.replace("Tuesday", "Tuesday evening");
+    let other = "The library will open its new reading room to the public next month, the \
+                 city said, with longer hours on weekends and a space for children.";
+    let mut d = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+    let signed = d.signer().sign(&site("Valley Courier", brief));
+    assert_eq!(signed.family, crate::signature::Family::Words);
+    assert!(signed.sigs.set_len() >= 10, "{}", signed.sigs.set_len());
+    assert!(!signed.template.is_empty());
+
+    let first = d
+        .process(page("a1"), &site("Valley Courier", brief))
+        .unwrap();
+    assert_eq!(first.decision.kind, DecisionKind::Unique);
+    // the same words on another page of the same template: not evidence of a copy
+    let same_site = d
+        .process(page("a2"), &site("Valley Courier", brief))
+        .unwrap();
+    assert_eq!(same_site.decision.kind, DecisionKind::Unique);
+    // republished by another site, lightly edited: a duplicate of the first
+    let copy = d
+        .process(page("b1"), &site("Harbor Times", &edited))
+        .unwrap();
+    assert_eq!(copy.decision.kind, DecisionKind::Duplicate);
+    assert_eq!(copy.decision.canonical_id.as_deref(), Some("a1"));
+    // another story on that site is not
+    let unrelated = d.process(page("b2"), &site("Harbor Times", other)).unwrap();
+    assert_eq!(unrelated.decision.kind, DecisionKind::Unique);
+    // the sample is stored with the short page
+    let rec = d.index().find_id("a1").unwrap().unwrap();
+    assert_eq!(rec.template, signed.template);
+}

@@ -1,12 +1,12 @@
 //! The document store: one record per document id, with the stored decision.
 //!
-//! Value layout of a `docs` entry (record version 3; `varint` is LEB128, unsigned):
+//! Value layout of a `docs` entry (record version 4; `varint` is LEB128, unsigned):
 //!
 //! | field | encoding |
 //! |---|---|
-//! | record version | u8 = 3 (version 2, written by format 3, is the same without the delta) |
+//! | record version | u8 = 4 (version 3 is the same without the template sample, version 2 also without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs, 4 sentences |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
@@ -16,6 +16,7 @@
 //! | similarity | f64 LE, if flagged |
 //! | hamming | varint, if flagged |
 //! | signature delta, if flagged | added: signatures as above; removed: signatures as above (every frequency 1) |
+//! | template sample, if flagged (bit 3 of flags; record version 4) | u8 count m, then m × u32 LE, ascending: the smallest hashes of a short page's blocks ([`crate::signature::template`]) |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
 //! stream (least significant bit first, padded to a byte) holds for each signature the gap
@@ -133,6 +134,9 @@ pub struct DocRecord {
     pub decision: Decision,
     /// A duplicate's signatures as a delta from its canonical document's.
     pub delta: Option<SigDelta>,
+    /// A short page's template sample ([`crate::signature::template`]): the smallest
+    /// hashes of its blocks, ascending; empty for other pages.
+    pub template: Vec<u32>,
 }
 
 /// A signature multiset as the difference from another (a duplicate's from its canonical's).
@@ -202,7 +206,7 @@ impl SigDelta {
     }
 }
 
-const RECORD_VERSION: u8 = 3;
+const RECORD_VERSION: u8 = 4;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -334,7 +338,8 @@ impl DocRecord {
         out.push(
             u8::from(d.similarity.is_some())
                 | (u8::from(d.hamming.is_some()) << 1)
-                | (u8::from(self.delta.is_some()) << 2),
+                | (u8::from(self.delta.is_some()) << 2)
+                | (u8::from(!self.template.is_empty()) << 3),
         );
         out.push(match d.found_by {
             None => 0,
@@ -366,6 +371,13 @@ impl DocRecord {
             put_sigs(&mut out, &delta.added);
             let removed: Vec<(u32, u32)> = delta.removed.iter().map(|&h| (h, 1)).collect();
             put_sigs(&mut out, &removed);
+        }
+        if !self.template.is_empty() {
+            let n = self.template.len().min(255);
+            out.push(n as u8);
+            for h in &self.template[..n] {
+                out.extend_from_slice(&h.to_le_bytes());
+            }
         }
         out
     }
@@ -406,6 +418,16 @@ impl DocRecord {
         } else {
             None
         };
+        let mut template = Vec::new();
+        if head.flags & 8 != 0 {
+            let n = r.u8()? as usize;
+            for c in r.take(n * 4)?.chunks_exact(4) {
+                template.push(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+            }
+            if template.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(IndexError::Corrupt("template sample not sorted".into()));
+            }
+        }
         if r.at != bytes.len() {
             return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
         }
@@ -424,6 +446,7 @@ impl DocRecord {
                 found_by: head.found_by,
             },
             delta,
+            template,
         })
     }
 
@@ -479,7 +502,7 @@ impl Reader<'_> {
     }
     fn head(&mut self) -> Result<Head, IndexError> {
         let version = self.u8()?;
-        if version != RECORD_VERSION && version != 2 {
+        if !(2..=RECORD_VERSION).contains(&version) {
             return Err(IndexError::Corrupt(format!("doc record version {version}")));
         }
         let kind = match self.u8()? {
@@ -633,8 +656,11 @@ mod tests {
                 added: vec![(4, 1), (9, 3)],
                 removed: vec![5],
             }),
+            template: vec![2, 40, 7_000_000],
         };
         let bytes = rec.encode();
+        assert_eq!(bytes[0], 4);
+        assert_eq!(bytes[2] & 8, 8);
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
         let lean = DocRecord::decode(&rec.encode_with(false)).unwrap();
         assert_eq!(lean.sigs.set_len(), 0);
@@ -646,9 +672,18 @@ mod tests {
             decision: Decision::plain(DecisionKind::Skipped),
             sigs: Signatures::default(),
             delta: None,
-            ..rec
+            template: Vec::new(),
+            ..rec.clone()
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
+        // a version-3 record (no template sample) still reads
+        let mut v3 = plain.encode();
+        v3[0] = 3;
+        assert_eq!(DocRecord::decode(&v3).unwrap(), plain);
+        // an unsorted sample is refused
+        let mut bad = rec.clone();
+        bad.template = vec![9, 3];
+        assert!(DocRecord::decode(&bad.encode()).is_err());
     }
 
     fn sigs_roundtrip(entries: Vec<(u32, u32)>) {
@@ -660,6 +695,7 @@ mod tests {
             sigs: Signatures::from_entries(entries.clone()).unwrap(),
             decision: Decision::plain(DecisionKind::Unique),
             delta: None,
+            template: Vec::new(),
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
@@ -700,6 +736,7 @@ mod tests {
                 sigs: Signatures::default(),
                 decision: Decision::plain(DecisionKind::Duplicate),
                 delta: Some(d.clone()),
+                template: Vec::new(),
             };
             proptest::prop_assert_eq!(DocRecord::decode(&rec.encode()).unwrap().delta, Some(d));
         }

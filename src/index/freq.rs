@@ -25,7 +25,8 @@
 
 use std::io::{Read, Write};
 
-/// Pages a host must have before any of its signatures is called template text.
+/// Pages a host must have before any of its signatures is called template text (below
+/// four, two pages sharing a notice would already be half of them).
 pub const TEMPLATE_MIN_PAGES: u32 = 4;
 /// Pages the index must have counted before the IDF band applies.
 pub const BAND_MIN_PAGES: u32 = 1000;
@@ -211,6 +212,21 @@ impl Freq {
         !self.common(sig) && !self.template(host, host_pages, sig)
     }
 
+    /// A filter for the signatures of one page of `host`: [`Freq::informative`] with the
+    /// band's bound and the host's page count worked out once.
+    pub fn filter(&self, host: u64) -> impl Fn(u32) -> bool + '_ {
+        let band = (self.pages >= BAND_MIN_PAGES)
+            .then(|| f64::from(self.pages).powf(BAND_EXPONENT) as u32);
+        let pages = self.host_pages(host);
+        let host_on = pages >= TEMPLATE_MIN_PAGES;
+        move |sig| {
+            if band.is_some_and(|b| self.count(sig) > b) {
+                return false;
+            }
+            !(host_on && 2 * self.host_count(host, sig) >= pages)
+        }
+    }
+
     /// Memory held, bytes.
     pub fn bytes(&self) -> usize {
         2 * (self.overall.counters.len() + self.host.counters.len())
@@ -370,9 +386,12 @@ mod tests {
         f.add(h, [5u32, 7].into_iter(), 1);
         // two pages share 5, but a host of two pages says nothing yet
         assert!(!f.template(h, f.host_pages(h), 5));
-        f.add(h, [8u32].into_iter(), 1);
-        f.add(h, [9u32].into_iter(), 1);
+        for i in 0..8u32 {
+            f.add(h, [5u32, 100 + i].into_iter(), 1);
+        }
         assert!(f.template(h, f.host_pages(h), 5));
+        assert!(!f.filter(h)(5));
+        assert!(f.filter(h)(100));
         assert!(!f.template(h, f.host_pages(h), 6));
         // another host with the same signature is not affected
         let o = host_hash("https://other.example/");
@@ -385,7 +404,11 @@ mod tests {
         let h = host_hash("x.example");
         for i in 0..BAND_MIN_PAGES {
             // signature 1 on every page, 2 on one page in ten
-            let sigs = if i % 10 == 0 { vec![1, 2, 1_000 + i] } else { vec![1, 1_000 + i] };
+            let sigs = if i % 10 == 0 {
+                vec![1, 2, 1_000 + i]
+            } else {
+                vec![1, 1_000 + i]
+            };
             f.add(h, sigs.into_iter(), 1);
             if i + 1 < BAND_MIN_PAGES {
                 assert!(!f.common(1));
@@ -437,7 +460,11 @@ mod tests {
     fn write_read_round_trip_and_width_check() {
         let mut f = Freq::new(10);
         for i in 0..300u32 {
-            f.add(host_hash(&format!("h{}.example", i % 7)), [i, i / 3, 9].into_iter(), 1);
+            f.add(
+                host_hash(&format!("h{}.example", i % 7)),
+                [i, i / 3, 9].into_iter(),
+                1,
+            );
         }
         let mut buf = Vec::new();
         f.write_to(&mut buf).unwrap();

@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 4)
+//! # Key layout (format version 5)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -55,10 +55,15 @@ use crate::signature::{Features, Measure, SignatureConfig, Signatures};
 /// Version 4: doc record version 3 (a duplicate's signatures as a delta from its canonical
 /// document's). A version-3 index is read as it is (its records are version 2, which this
 /// build reads) and marked version 4 when opened for writing.
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5: doc record version 4 (a short page's template sample), the document
+/// frequencies' snapshot beside the lists' (`freq.snapshot`, [`freq`]). Versions 3 and 4
+/// are read as they are and marked 5 when opened for writing (their settings lack the
+/// short-page family and the frequencies, so they open only with those turned off:
+/// `--short-shingle 0 --frequencies false`, or rebuilt).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Format versions this build reads without a rebuild.
-pub const READABLE_FORMATS: [u32; 2] = [3, 4];
+pub const READABLE_FORMATS: [u32; 3] = [3, 4, 5];
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -186,7 +191,7 @@ impl Default for IndexParams {
             m: 0,
             min_signatures: 10,
             signature: SignatureConfig::default(),
-            frequencies: true,
+            frequencies: false,
         }
     }
 }
@@ -910,13 +915,16 @@ impl Index {
     /// template text of the page's host ([`freq`]). `None` when nothing is left out.
     pub fn informative(&self, url: &str, sigs: &Signatures) -> Option<Signatures> {
         let f = self.freq.as_ref()?;
-        let host = freq::host_hash(url);
-        let pages = f.host_pages(host);
-        let keep = |h: u32| f.informative(host, pages, h);
-        if sigs.hashes().all(keep) {
+        let keep = f.filter(freq::host_hash(url));
+        if sigs.hashes().all(&keep) {
             return None;
         }
-        let kept: Vec<(u32, u32)> = sigs.entries().iter().copied().filter(|e| keep(e.0)).collect();
+        let kept: Vec<(u32, u32)> = sigs
+            .entries()
+            .iter()
+            .copied()
+            .filter(|e| keep(e.0))
+            .collect();
         Signatures::from_entries(kept)
     }
 

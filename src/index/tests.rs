@@ -10,6 +10,7 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
         sigs: Signatures::from_hashes(hashes),
         decision: Decision::plain(kind),
         delta: None,
+        template: Vec::new(),
     }
 }
 
@@ -540,8 +541,10 @@ fn rec_at(id: &str, host: &str, hashes: Vec<u32>) -> DocRecord {
 #[test]
 fn frequencies_filter_template_text_and_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let params = IndexParams::default();
-    assert!(params.frequencies);
+    let params = IndexParams {
+        frequencies: true,
+        ..IndexParams::default()
+    };
     let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     // every page of shop.test carries the notice 1..=5; other.test has it once
     for i in 0..20u32 {
@@ -549,18 +552,30 @@ fn frequencies_filter_template_text_and_survive_reopen() {
         h.extend(1000 + i * 50..1000 + i * 50 + 20);
         idx.put(&rec_at(&format!("s{i}"), "shop.test", h)).unwrap();
     }
-    idx.put(&rec_at("o0", "other.test", (1..=5).chain(9000..9020).collect()))
-        .unwrap();
+    idx.put(&rec_at(
+        "o0",
+        "other.test",
+        (1..=5).chain(9000..9020).collect(),
+    ))
+    .unwrap();
     // a duplicate does not count: only unique pages do
     let mut dup = rec_at("d0", "shop.test", (7000..7030).collect());
     dup.decision = Decision::plain(DecisionKind::Duplicate);
     idx.put(&dup).unwrap();
     let q = Signatures::from_hashes((1..=5).chain(5000..5010).collect());
     let kept = idx.informative("https://www.shop.test/new", &q).unwrap();
-    assert_eq!(kept.hashes().collect::<Vec<_>>(), (5000..5010).collect::<Vec<_>>());
+    assert_eq!(
+        kept.hashes().collect::<Vec<_>>(),
+        (5000..5010).collect::<Vec<_>>()
+    );
     assert!(idx.informative("https://other.test/x", &q).is_none());
     assert!(idx.informative("https://third.test/x", &q).is_none());
-    assert_eq!(idx.frequencies().unwrap().host_count(freq::host_hash("shop.test"), 7000), 0);
+    assert_eq!(
+        idx.frequencies()
+            .unwrap()
+            .host_count(freq::host_hash("shop.test"), 7000),
+        0
+    );
     let live = idx.frequencies().unwrap().clone();
 
     // clean stop: read back from the snapshot
@@ -581,7 +596,13 @@ fn frequencies_filter_template_text_and_survive_reopen() {
     let idx = Index::open_dir(dir.path(), params.clone()).unwrap();
     let r = idx.lists_restore().unwrap().clone();
     assert!(!r.freq_from_snapshot);
-    assert!(r.freq_snapshot_refused.as_deref().unwrap().contains("checksum"), "{r:?}");
+    assert!(
+        r.freq_snapshot_refused
+            .as_deref()
+            .unwrap()
+            .contains("checksum"),
+        "{r:?}"
+    );
     assert_eq!(idx.frequencies().unwrap(), &live);
     drop(idx);
 

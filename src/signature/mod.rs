@@ -9,6 +9,7 @@ pub mod fingerprint;
 pub mod shingles;
 pub mod similarity;
 pub mod spotsigs;
+pub mod template;
 pub mod words;
 
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,10 @@ impl Features {
     fn is_spotsigs(&self) -> bool {
         *self == Features::Spotsigs
     }
+}
+
+fn default_short_below() -> u32 {
+    10
 }
 
 fn default_sentence_sample() -> u32 {
@@ -150,7 +155,7 @@ pub struct SignatureConfig {
     #[serde(default)]
     pub short_shingle: u32,
     /// A page with fewer distinct SpotSigs than this is signed by its word shingles.
-    #[serde(default)]
+    #[serde(default = "default_short_below")]
     pub short_below: u32,
     /// The signature family: SpotSigs chains or sentence shingles.
     #[serde(default, skip_serializing_if = "Features::is_spotsigs")]
@@ -259,6 +264,8 @@ pub struct Signed {
     pub tokens: usize,
     /// Which family the signatures are of.
     pub family: Family,
+    /// The template sample of a short page ([`template`]); empty for other pages.
+    pub template: Vec<u32>,
 }
 
 /// The signature family of a page.
@@ -413,12 +420,18 @@ impl Signer {
         self.tokens(&text, &mut tokens);
         let (sigs, family) = self.signatures(&tokens);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
+        let sample = if family == Family::Words {
+            template::sample(&text)
+        } else {
+            Vec::new()
+        };
         let signed = Signed {
             text,
             sigs,
             fingerprint: fp,
             tokens: tokens.len(),
             family,
+            template: sample,
         };
         (signed, strip_time)
     }
@@ -432,7 +445,9 @@ impl Signer {
     pub fn family_of(&self, tokens: &Tokens) -> Family {
         match self.config.features {
             Features::Sentences => Family::Sentences,
-            Features::Spotsigs if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) => {
+            Features::Spotsigs
+                if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) =>
+            {
                 Family::Words
             }
             Features::Spotsigs => Family::Spotsigs,
@@ -463,6 +478,7 @@ impl Signer {
             fingerprint: fp,
             tokens: tokens.len(),
             family,
+            template: Vec::new(),
         }
     }
 

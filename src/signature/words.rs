@@ -89,7 +89,12 @@ mod tests {
         let s = word_shingle_strings(&t, 3);
         assert_eq!(
             s,
-            ["#polic said the", "#said the bridg", "#the bridg were", "#bridg were close"]
+            [
+                "#polic said the",
+                "#said the bridg",
+                "#the bridg were",
+                "#bridg were close"
+            ]
         );
         let sigs = word_shingles(&t, 3);
         assert_eq!(sigs.set_len(), 4);
@@ -108,9 +113,16 @@ mod tests {
 
     #[test]
     fn menus_without_stopwords_give_none_and_blocks_are_not_crossed() {
-        assert_eq!(word_shingles(&tokens("Home News Sports Weather Contact Advertise"), 3).set_len(), 0);
+        assert_eq!(
+            word_shingles(&tokens("Home News Sports Weather Contact Advertise"), 3).set_len(),
+            0
+        );
         let lang = Language::English;
-        let t = Tokenizer::new(WordLists::new(&lang.stopwords(), &lang.antecedents()), lang, true);
+        let t = Tokenizer::new(
+            WordLists::new(&lang.stopwords(), &lang.antecedents()),
+            lang,
+            true,
+        );
         let mut two = Tokens::default();
         t.push_block("Home News", &mut two);
         t.push_block("the storm", &mut two);

@@ -20,36 +20,24 @@ sampled from a word-bigram model trained on a real page corpus with rare names a
 sprinkled in; nothing of that corpus is written out except words.
 """
 
-import gzip
 import html
+import importlib.util
 import json
 import os
 import random
-import re
 import sys
 
-PARA = re.compile(r"<p[^>]*>(.*?)</p>", re.S | re.I)
-TAG = re.compile(r"<[^>]+>")
-WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|[0-9]+|[.,;:]")
 SITES = 40
 
 
-def train(path, max_pages=4000):
-    nxt, starts = {}, []
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i >= max_pages:
-                break
-            page = json.loads(line)
-            for p in PARA.findall(page.get("html", "")):
-                words = WORD.findall(html.unescape(TAG.sub(" ", p)))
-                if len(words) < 8:
-                    continue
-                starts.append(words[0])
-                for a, b in zip(words, words[1:]):
-                    nxt.setdefault(a, []).append(b)
-    return nxt, starts
+def train(path):
+    """The word-bigram model of scripts/synthetic-pages.py, trained on `path`."""
+    spec = importlib.util.spec_from_file_location(
+        "synthetic_pages", os.path.join(os.path.dirname(os.path.abspath(__file__)), "synthetic-pages.py")
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.train(path)
 
 
 def words(rng, nxt, starts, n, own):

@@ -2,6 +2,8 @@
 //! eval printed, one precision–recall curve per method, and exactly the false positive and
 //! false negative pairs that `neardup dedup` gives on the same pages.
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,16 +20,6 @@ const THRESHOLDS: [f64; 2] = [0.5, 0.6];
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
-}
-
-fn run_ok(cmd: &mut Command, what: &str) -> Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// The browser binary; its absence fails the test.
@@ -124,7 +116,7 @@ fn gold() -> Pairs {
 fn predicted_by_dedup(method: &str, tau: f64, dir: &Path) -> Pairs {
     let work = tempfile::tempdir_in(dir).unwrap();
     let dups = work.path().join("duplicates.jsonl");
-    run_ok(
+    common::output_ok(
         neardup()
             .args(["dedup", "--input", CORPUS, "--method", method])
             .arg(format!("--threshold={tau}"))
@@ -236,7 +228,7 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 fn report_renders_the_table_the_curves_and_every_wrong_pair() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
-    let out = run_ok(
+    let out = common::output_ok(
         neardup()
             .args(["eval", "--corpus", CORPUS, "--json"])
             .arg(format!("--method={}", METHODS.join(",")))
@@ -400,7 +392,7 @@ fn report_leaves_the_printed_rows_alone() {
         if let Some(p) = report {
             cmd.arg("--report").arg(p);
         }
-        let out = run_ok(&mut cmd, "neardup eval");
+        let out = common::output_ok(&mut cmd, "neardup eval");
         String::from_utf8(out.stdout)
             .unwrap()
             .lines()

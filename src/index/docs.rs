@@ -339,7 +339,7 @@ impl DocRecord {
             u8::from(d.similarity.is_some())
                 | (u8::from(d.hamming.is_some()) << 1)
                 | (u8::from(self.delta.is_some()) << 2)
-                | (u8::from(!self.template.is_empty()) << 3),
+                | (u8::from(signatures && !self.template.is_empty()) << 3),
         );
         out.push(match d.found_by {
             None => 0,
@@ -372,7 +372,8 @@ impl DocRecord {
             let removed: Vec<(u32, u32)> = delta.removed.iter().map(|&h| (h, 1)).collect();
             put_sigs(&mut out, &removed);
         }
-        if !self.template.is_empty() {
+        // only a candidate (a unique page) is ever compared by its template
+        if signatures && !self.template.is_empty() {
             let n = self.template.len().min(255);
             out.push(n as u8);
             for h in &self.template[..n] {
@@ -421,6 +422,9 @@ impl DocRecord {
         let mut template = Vec::new();
         if head.flags & 8 != 0 {
             let n = r.u8()? as usize;
+            if n == 0 {
+                return Err(IndexError::Corrupt("empty template sample".into()));
+            }
             for c in r.take(n * 4)?.chunks_exact(4) {
                 template.push(u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
             }
@@ -512,6 +516,13 @@ impl Reader<'_> {
             k => return Err(IndexError::Corrupt(format!("decision code {k}"))),
         };
         let flags = self.u8()?;
+        // the flags each version has: the delta came with version 3, the template with 4
+        let allowed: u8 = [0b011, 0b111, 0b1111][usize::from(version - 2)];
+        if flags & !allowed != 0 {
+            return Err(IndexError::Corrupt(format!(
+                "doc record version {version} with flags {flags:#010b}"
+            )));
+        }
         let found_by = match self.u8()? {
             0 => None,
             1 => Some(Found::AlgG),
@@ -676,10 +687,24 @@ mod tests {
             ..rec.clone()
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
-        // a version-3 record (no template sample) still reads
+        // a version-3 record (no template sample) still reads, but not with the flag of one
         let mut v3 = plain.encode();
         v3[0] = 3;
         assert_eq!(DocRecord::decode(&v3).unwrap(), plain);
+        let mut v3t = bytes.clone();
+        v3t[0] = 3;
+        assert!(DocRecord::decode(&v3t).is_err());
+        let mut v2d = rec.encode_with(false);
+        v2d[0] = 2;
+        assert!(DocRecord::decode(&v2d).is_err(), "version 2 has no delta");
+        let mut unknown = plain.encode();
+        unknown[2] |= 0x80;
+        assert!(DocRecord::decode(&unknown).is_err());
+        // a record without its signatures keeps no template either
+        assert!(DocRecord::decode(&rec.encode_with(false))
+            .unwrap()
+            .template
+            .is_empty());
         // an unsorted sample is refused
         let mut bad = rec.clone();
         bad.template = vec![9, 3];

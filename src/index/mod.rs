@@ -176,8 +176,9 @@ pub struct IndexParams {
     pub signature: SignatureConfig,
     /// Count document frequencies of signatures ([`freq`]) and match on the informative
     /// ones only: not outside the IDF band, not template text of the page's host. Absent
-    /// from the stored settings of an index made before the counts existed (reads as off).
-    #[serde(default)]
+    /// from the stored settings of an index made before the counts existed (reads as off),
+    /// and left out when off, so such an index's settings and `params_id` are as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub frequencies: bool,
 }
 
@@ -386,6 +387,14 @@ impl Index {
             .signature
             .validate()
             .map_err(|e| IndexParamError(e.to_string()))?;
+        if params.frequencies && !params.method.has_lists() {
+            return Err(IndexParamError(format!(
+                "frequencies filter the signatures the exact lists match on; method {} has no \
+                 lists (use spotsigs, chain or sentences, or frequencies false)",
+                params.method
+            ))
+            .into());
+        }
         if params.signature.features != params.method.features() {
             return Err(IndexParamError(format!(
                 "method {} signs with {}, not {}",
@@ -1004,11 +1013,15 @@ impl Index {
             for (num, rec) in chunk {
                 if rec.decision.kind == DecisionKind::Unique {
                     self.list_entries(rec, *num, false)?;
-                    if let Some(f) = self.freq.as_mut() {
-                        f.add(freq::host_hash(&rec.url), rec.sigs.hashes(), -1);
-                    }
                 }
             }
+        }
+        if n > 0 && self.freq.is_some() {
+            // counted again over the pages that stay, in document order: taking a page out
+            // of aged counters would take out more than it left in them, and the counts
+            // must be what a rebuild after a restart gives
+            self.freq = Some(freq::Freq::default());
+            self.rebuild_lists(u64::MAX, 0, &AtomicBool::new(false))?;
         }
         Ok(n)
     }

@@ -46,9 +46,19 @@ impl Signer {
                 let at = base + (w.as_ptr() as usize - block.as_ptr() as usize);
                 out.words.push((at as u32, (at + w.len()) as u32));
             });
-            self.tokenizer.push_block(block, &mut tokens);
+            self.push_block(block, &mut tokens);
         }
         debug_assert_eq!(out.words.len(), tokens.len());
+        if self.family_of(&tokens) == super::Family::Sentences {
+            super::shingles::sentence_spots(&tokens, self.shingles, |hash, string, tokens| {
+                out.spots.push(Spot {
+                    hash,
+                    string,
+                    tokens,
+                });
+            });
+            return out;
+        }
         if self.family_of(&tokens) == super::Family::Words {
             let k = self.config.short_shingle as usize;
             super::words::for_each_shingle(&tokens, k, |first, last| {

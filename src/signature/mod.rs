@@ -65,6 +65,14 @@ fn default_short_below() -> u32 {
     10
 }
 
+fn is_default_short_below(v: &u32) -> bool {
+    *v == default_short_below()
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
 }
@@ -152,10 +160,13 @@ pub struct SignatureConfig {
     /// Word-shingle length `k` of the short-text family ([`words`]); 0 turns the family
     /// off (short pages then keep their few SpotSigs). Absent from the stored settings of
     /// an index made before the family existed, which read as 0.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub short_shingle: u32,
     /// A page with fewer distinct SpotSigs than this is signed by its word shingles.
-    #[serde(default = "default_short_below")]
+    #[serde(
+        default = "default_short_below",
+        skip_serializing_if = "is_default_short_below"
+    )]
     pub short_below: u32,
     /// The signature family: SpotSigs chains or sentence shingles.
     #[serde(default, skip_serializing_if = "Features::is_spotsigs")]

@@ -97,17 +97,41 @@ fn for_each_sentence<'t>(tokens: &'t Tokens, p: ShingleParams, mut f: impl FnMut
         words.clear();
         for i in start as usize..end as usize {
             let w = tokens.get(i);
-            let long = if w.is_ascii() {
-                w.len() >= p.min_word_chars
-            } else {
-                w.chars().nth(p.min_word_chars.saturating_sub(1)).is_some()
-            };
-            if long {
+            if kept(w, p) {
                 words.push(w);
             }
         }
         if !words.is_empty() {
             f(&words);
+        }
+    }
+}
+
+/// Whether a word is kept in a sentence (not shorter than `min_word_chars` characters).
+fn kept(w: &str, p: ShingleParams) -> bool {
+    if w.is_ascii() {
+        w.len() >= p.min_word_chars
+    } else {
+        w.chars().nth(p.min_word_chars.saturating_sub(1)).is_some()
+    }
+}
+
+/// Each sentence in the sample of [`sentence_shingles`] once, in text order: its hash, its
+/// string (as [`sentence_strings`]) and the token indices of its kept words.
+pub fn sentence_spots(tokens: &Tokens, p: ShingleParams, mut f: impl FnMut(u32, String, Vec<u32>)) {
+    let sample = sentence_shingles(tokens, p);
+    let mut seen = std::collections::HashSet::new();
+    for &(start, end) in tokens.blocks() {
+        let ids: Vec<u32> = (start..end)
+            .filter(|&i| kept(tokens.get(i as usize), p))
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = ids.iter().map(|&i| tokens.get(i as usize)).collect();
+        let h = sentence_hash(&words);
+        if sample.entries().binary_search_by_key(&h, |e| e.0).is_ok() && seen.insert(h) {
+            f(h, words.join(" "), ids);
         }
     }
 }

@@ -43,10 +43,12 @@ pub fn sample(text: &Stripped) -> Vec<u32> {
 }
 
 /// The estimated Jaccard similarity of the block sets of two samples (ascending, distinct):
-/// of the `k` smallest hashes of their union (`k` the larger sample's size), the share both
-/// samples hold. 0 when either is empty.
+/// of the `k` smallest hashes of their union (`k` = [`SAMPLE`]), the share both samples
+/// hold; exact when both pages have fewer blocks than that. 0 when either is empty.
 pub fn similarity(a: &[u32], b: &[u32]) -> f64 {
-    let k = a.len().max(b.len());
+    // a full sample holds SAMPLE hashes; two samples of fewer are whole block sets, and the
+    // whole union is then looked at (an exact Jaccard)
+    let k = SAMPLE.max(a.len()).max(b.len());
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }
@@ -110,6 +112,8 @@ mod tests {
         let sc = page(&c);
         assert!(!same(&sa, &sc), "{}", similarity(&sa, &sc));
         assert_eq!(similarity(&sa, &sa), 1.0);
+        // small samples are whole sets: the exact Jaccard
+        assert_eq!(similarity(&[1, 2, 3, 4], &[1, 2, 3, 5]), 0.6);
         assert_eq!(similarity(&sa, &[]), 0.0);
     }
 }

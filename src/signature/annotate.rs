@@ -35,7 +35,9 @@ impl Signer {
     pub fn annotate(&self, text: &Stripped) -> Annotated {
         let mut out = Annotated::default();
         let mut tokens = Tokens::default();
-        for block in self.signed_blocks(text) {
+        let family = self.select(text).2;
+        let whole = family == super::Family::Page || self.config.content == super::Content::All;
+        for block in self.blocks_of(text, whole) {
             if !out.text.is_empty() {
                 out.text.push('\n');
             }
@@ -49,7 +51,7 @@ impl Signer {
             self.push_block(block, &mut tokens);
         }
         debug_assert_eq!(out.words.len(), tokens.len());
-        if self.family_of(&tokens) == super::Family::Sentences {
+        if family == super::Family::Sentences {
             super::shingles::sentence_spots(&tokens, self.shingles, |hash, string, tokens| {
                 out.spots.push(Spot {
                     hash,
@@ -59,7 +61,7 @@ impl Signer {
             });
             return out;
         }
-        if self.family_of(&tokens) == super::Family::Words {
+        if family == super::Family::Words {
             let k = self.config.short_shingle as usize;
             super::words::for_each_shingle(&tokens, k, |first, last| {
                 let ids: Vec<u32> = (first as u32..=last as u32).collect();

@@ -290,6 +290,16 @@ pub enum Family {
     Words,
     /// Sentence shingles ([`shingles`]).
     Sentences,
+    /// SpotSigs of every block of a page whose main region has almost no prose.
+    Page,
+}
+
+impl Family {
+    /// A family of pages with little text of their own (word shingles, or the whole page's
+    /// SpotSigs): such a page keeps a template sample and is matched across templates only.
+    pub fn short(self) -> bool {
+        matches!(self, Family::Words | Family::Page)
+    }
 }
 
 impl Signed {
@@ -360,9 +370,16 @@ impl Signer {
     /// The texts of the blocks that are signed: the configured content, without the
     /// link-dominated blocks.
     pub fn signed_blocks<'a>(&self, text: &'a Stripped) -> impl Iterator<Item = &'a str> + 'a {
-        let range = match self.config.content {
-            Content::Main => text::main_region(&text.blocks),
-            Content::All => 0..text.blocks.len(),
+        self.blocks_of(text, self.config.content == Content::All)
+    }
+
+    /// The texts of the blocks that are not link-dominated: of the main region, or of the
+    /// whole page (`all`).
+    fn blocks_of<'a>(&self, text: &'a Stripped, all: bool) -> impl Iterator<Item = &'a str> + 'a {
+        let range = if all {
+            0..text.blocks.len()
+        } else {
+            text::main_region(&text.blocks)
         };
         let max_link_density = self.config.max_link_density;
         text.blocks[range]
@@ -427,11 +444,9 @@ impl Signer {
         let started = std::time::Instant::now();
         let text = text::strip(html, &self.strip);
         let strip_time = started.elapsed();
-        let mut tokens = Tokens::default();
-        self.tokens(&text, &mut tokens);
-        let (sigs, family) = self.signatures(&tokens);
+        let (tokens, sigs, family) = self.select(&text);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
-        let sample = if family == Family::Words {
+        let sample = if family.short() {
             template::sample(&text)
         } else {
             Vec::new()
@@ -445,6 +460,32 @@ impl Signer {
             template: sample,
         };
         (signed, strip_time)
+    }
+
+    /// The tokens a page is signed from, its signatures and their family: the main
+    /// region's SpotSigs; or its word shingles when it has fewer than `short-below`
+    /// SpotSigs; or, when those are fewer than `short-below` too (the region has almost no
+    /// prose: the extraction missed the article, or the page has none), the SpotSigs of
+    /// every block of the page, if that gives `short-below` of them.
+    fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family) {
+        let mut tokens = Tokens::default();
+        self.tokens(text, &mut tokens);
+        let (sigs, family) = self.signatures(&tokens);
+        let enough = self.config.short_below as usize;
+        if family == Family::Words
+            && sigs.set_len() < enough
+            && self.config.content == Content::Main
+        {
+            let mut all = Tokens::default();
+            for t in self.blocks_of(text, true) {
+                self.push_block(t, &mut all);
+            }
+            let page = spotsigs::spotsigs(&all, self.spot);
+            if page.set_len() >= enough {
+                return (all, page, Family::Page);
+            }
+        }
+        (tokens, sigs, family)
     }
 
     /// Whether a text with `spot` distinct SpotSigs is signed by its word shingles.
@@ -468,9 +509,11 @@ impl Signer {
     /// The signatures of `html` as strings, for inspection.
     pub fn signature_strings(&self, html: &str) -> Vec<String> {
         let text = text::strip(html, &self.strip);
-        let mut tokens = Tokens::default();
-        self.tokens(&text, &mut tokens);
-        self.strings(&tokens)
+        let (tokens, _, family) = self.select(&text);
+        match family {
+            Family::Page => spotsigs::spotsig_strings(&tokens, self.spot),
+            _ => self.strings(&tokens),
+        }
     }
 
     /// Signs plain text (no markup): every non-empty line is a block, all of them signed.

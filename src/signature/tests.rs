@@ -334,3 +334,46 @@ proptest! {
         prop_assert_eq!(a.fingerprint, b.fingerprint);
     }
 }
+
+/// A page whose main region has almost no prose (here the article sits in a container the
+/// region rules count against) is signed by the SpotSigs of all its blocks, keeps a template
+/// sample, and `signature_strings` and `annotate` follow it.
+#[test]
+fn pages_without_prose_in_their_region_are_signed_whole() {
+    let page = format!(
+        "<html><body><p>Photo: the harbor at dawn.</p><div class=\"comments\">\
+         <p>{}</p></div></body></html>",
+        OBAMA_HTML
+            .split("<p>")
+            .nth(1)
+            .unwrap()
+            .split("</p>")
+            .next()
+            .unwrap()
+            .repeat(2)
+            .replace("Obama", "The senator")
+    );
+    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    let signed = s.sign(&page);
+    assert_eq!(signed.family, Family::Page);
+    assert!(signed.family.short());
+    assert!(signed.sigs.set_len() >= 10, "{}", signed.sigs.set_len());
+    assert!(!signed.template.is_empty());
+    let strings = s.signature_strings(&page);
+    let mut hashes: Vec<u32> = strings.iter().map(|x| Signer::signature_hash(x)).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    assert_eq!(hashes, signed.sigs.hashes().collect::<Vec<_>>());
+    let ann = s.annotate(&signed.text);
+    let mut spots: Vec<u32> = ann.spots.iter().map(|x| x.hash).collect();
+    spots.sort_unstable();
+    spots.dedup();
+    assert_eq!(spots, hashes);
+    // with the short-page family off, nothing of this applies
+    let off = Signer::new(&SignatureConfig {
+        short_shingle: 0,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert_eq!(off.sign(&page).family, Family::Spotsigs);
+}

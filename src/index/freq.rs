@@ -99,19 +99,12 @@ impl Sketch {
         u32::from(self.counters[a].min(self.counters[b]))
     }
 
-    /// Adds `delta` (±1) to the key's counters; returns whether the sketch is due to age.
-    fn add(&mut self, key: u64, delta: i32) -> bool {
+    /// Counts the key once; returns whether the sketch is due to age.
+    fn add(&mut self, key: u64) -> bool {
         for s in self.slots(key) {
-            let c = &mut self.counters[s];
-            *c = if delta >= 0 {
-                c.saturating_add(delta as u16)
-            } else {
-                c.saturating_sub(delta.unsigned_abs() as u16)
-            };
+            self.counters[s] = self.counters[s].saturating_add(1);
         }
-        if delta > 0 {
-            self.added += 1;
-        }
+        self.added += 1;
         self.added >= 8u64 << self.log2
     }
 
@@ -148,23 +141,20 @@ impl Freq {
         }
     }
 
-    /// Counts one unique page of `host` with the distinct signatures `sigs` (`delta` 1), or
-    /// takes it back (`delta` −1, for a page leaving the index by retention).
-    pub fn add(&mut self, host: u64, sigs: impl Iterator<Item = u32> + Clone, delta: i32) {
+    /// Counts one unique page of `host` with the distinct signatures `sigs`. (Pages leaving
+    /// the index by retention are not taken back out: aged counters hold a fraction of what
+    /// a page put in, so the index counts the pages that stay again instead.)
+    pub fn add(&mut self, host: u64, sigs: impl Iterator<Item = u32> + Clone) {
         let mut age_overall = false;
         let mut age_host = false;
         for s in sigs.clone() {
-            age_overall |= self.overall.add(u64::from(s), delta);
+            age_overall |= self.overall.add(u64::from(s));
         }
         for s in sigs {
-            age_host |= self.host.add(host ^ mix(u64::from(s)), delta);
+            age_host |= self.host.add(host ^ mix(u64::from(s)));
         }
-        age_host |= self.host.add(host ^ PAGES_KEY, delta);
-        self.pages = if delta >= 0 {
-            self.pages.saturating_add(1)
-        } else {
-            self.pages.saturating_sub(1)
-        };
+        age_host |= self.host.add(host ^ PAGES_KEY);
+        self.pages = self.pages.saturating_add(1);
         if age_overall {
             self.overall.age();
             self.pages >>= 1;
@@ -194,11 +184,15 @@ impl Freq {
         self.host.get(host ^ mix(u64::from(sig)))
     }
 
-    /// Outside the IDF band: on more than `N^0.8` of the window's `N` pages (never before
-    /// [`BAND_MIN_PAGES`]).
+    /// The IDF band's bound: a signature on more of the window's `N` pages than this
+    /// (`N^0.8`) is outside it; `None` before [`BAND_MIN_PAGES`].
+    fn band(&self) -> Option<u32> {
+        (self.pages >= BAND_MIN_PAGES).then(|| f64::from(self.pages).powf(BAND_EXPONENT) as u32)
+    }
+
+    /// Outside the IDF band ([`Freq::band`]).
     pub fn common(&self, sig: u32) -> bool {
-        self.pages >= BAND_MIN_PAGES
-            && f64::from(self.count(sig)) > f64::from(self.pages).powf(BAND_EXPONENT)
+        self.band().is_some_and(|b| self.count(sig) > b)
     }
 
     /// Template text of `host`: on at least half of its pages, once it has
@@ -207,24 +201,13 @@ impl Freq {
         host_pages >= TEMPLATE_MIN_PAGES && 2 * self.host_count(host, sig) >= host_pages
     }
 
-    /// Whether `sig` is used for matching on a page of `host`.
-    pub fn informative(&self, host: u64, host_pages: u32, sig: u32) -> bool {
-        !self.common(sig) && !self.template(host, host_pages, sig)
-    }
-
-    /// A filter for the signatures of one page of `host`: [`Freq::informative`] with the
-    /// band's bound and the host's page count worked out once.
+    /// Whether a signature of a page of `host` is used for matching: neither
+    /// [`Freq::common`] nor [`Freq::template`], with the band and the host's page count
+    /// worked out once for the page.
     pub fn filter(&self, host: u64) -> impl Fn(u32) -> bool + '_ {
-        let band = (self.pages >= BAND_MIN_PAGES)
-            .then(|| f64::from(self.pages).powf(BAND_EXPONENT) as u32);
+        let band = self.band();
         let pages = self.host_pages(host);
-        let host_on = pages >= TEMPLATE_MIN_PAGES;
-        move |sig| {
-            if band.is_some_and(|b| self.count(sig) > b) {
-                return false;
-            }
-            !(host_on && 2 * self.host_count(host, sig) >= pages)
-        }
+        move |sig| band.is_none_or(|b| self.count(sig) <= b) && !self.template(host, pages, sig)
     }
 
     /// Memory held, bytes.
@@ -362,7 +345,7 @@ mod tests {
         let mut f = Freq::new(12);
         let h = host_hash("https://a.example/");
         for i in 0..40u32 {
-            f.add(h, [1u32, 2, 100 + i].into_iter(), 1);
+            f.add(h, [1u32, 2, 100 + i].into_iter());
         }
         assert_eq!(f.pages(), 40);
         assert_eq!(f.host_pages(h), 40);
@@ -372,22 +355,18 @@ mod tests {
         assert_eq!(f.host_count(host_hash("b.example"), 1), 0);
         assert!(f.template(h, 40, 1));
         assert!(!f.template(h, 40, 105));
-        // taking a page back restores the counts
-        f.add(h, [1u32, 2, 7777].into_iter(), -1);
-        assert_eq!(f.count(1), 39);
-        assert_eq!(f.pages(), 39);
     }
 
     #[test]
     fn template_needs_pages_and_half_of_them() {
         let mut f = Freq::new(12);
         let h = host_hash("https://shop.example/");
-        f.add(h, [5u32, 6].into_iter(), 1);
-        f.add(h, [5u32, 7].into_iter(), 1);
+        f.add(h, [5u32, 6].into_iter());
+        f.add(h, [5u32, 7].into_iter());
         // two pages share 5, but a host of two pages says nothing yet
         assert!(!f.template(h, f.host_pages(h), 5));
         for i in 0..8u32 {
-            f.add(h, [5u32, 100 + i].into_iter(), 1);
+            f.add(h, [5u32, 100 + i].into_iter());
         }
         assert!(f.template(h, f.host_pages(h), 5));
         assert!(!f.filter(h)(5));
@@ -409,7 +388,7 @@ mod tests {
             } else {
                 vec![1, 1_000 + i]
             };
-            f.add(h, sigs.into_iter(), 1);
+            f.add(h, sigs.into_iter());
             if i + 1 < BAND_MIN_PAGES {
                 assert!(!f.common(1));
             }
@@ -424,11 +403,11 @@ mod tests {
         let mut f = Freq::new(4); // 16 counters a row: ages after 128 additions
         let h = host_hash("a.example");
         for _ in 0..42 {
-            f.add(h, [1u32, 2, 3].into_iter(), 1);
+            f.add(h, [1u32, 2, 3].into_iter());
         }
         // 126 additions of signatures + 0: not aged yet in the overall sketch
         assert_eq!(f.pages(), 42);
-        f.add(h, [1u32, 2, 3].into_iter(), 1);
+        f.add(h, [1u32, 2, 3].into_iter());
         assert!(f.pages() < 43, "aged: {}", f.pages());
         assert!(f.count(1) >= f.pages());
         assert!(f.template(h, f.host_pages(h), 1));
@@ -439,7 +418,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SNAPSHOT);
         let mut f = Freq::new(8);
-        f.add(host_hash("a.example"), [3u32, 4].into_iter(), 1);
+        f.add(host_hash("a.example"), [3u32, 4].into_iter());
         let stamp = Stamp {
             epoch: 42,
             next_doc: 7,
@@ -463,7 +442,6 @@ mod tests {
             f.add(
                 host_hash(&format!("h{}.example", i % 7)),
                 [i, i / 3, 9].into_iter(),
-                1,
             );
         }
         let mut buf = Vec::new();

@@ -2,9 +2,9 @@
 //! each signature's tokens, so a pair's shared signatures can be shown in their texts.
 
 use crate::text::tokens::for_each_word;
-use crate::text::{Stripped, Tokens};
+use crate::text::Stripped;
 
-use super::spotsigs::for_each_chain;
+use super::spotsigs::{chain_string, for_each_chain};
 use super::Signer;
 
 /// The signed text of a page, its words and its signatures.
@@ -34,8 +34,7 @@ impl Signer {
     /// tokens and chains as [`Signer::sign`], so the spots' hashes are the page's signatures.
     pub fn annotate(&self, text: &Stripped) -> Annotated {
         let mut out = Annotated::default();
-        let mut tokens = Tokens::default();
-        let family = self.select(text).2;
+        let (tokens, _, family) = self.select(text);
         let whole = family == super::Family::Page || self.config.content == super::Content::All;
         for block in self.blocks_of(text, whole) {
             if !out.text.is_empty() {
@@ -48,7 +47,6 @@ impl Signer {
                 let at = base + (w.as_ptr() as usize - block.as_ptr() as usize);
                 out.words.push((at as u32, (at + w.len()) as u32));
             });
-            self.push_block(block, &mut tokens);
         }
         debug_assert_eq!(out.words.len(), tokens.len());
         if family == super::Family::Sentences {
@@ -64,34 +62,24 @@ impl Signer {
         if family == super::Family::Words {
             let k = self.config.short_shingle as usize;
             super::words::for_each_shingle(&tokens, k, |first, last| {
-                let ids: Vec<u32> = (first as u32..=last as u32).collect();
-                let mut string = String::from(super::words::MARKER as char);
-                for (n, &t) in ids.iter().enumerate() {
-                    if n > 0 {
-                        string.push(' ');
-                    }
-                    string.push_str(tokens.get(t as usize));
-                }
+                let string = super::words::shingle_string(&tokens, first, last);
                 out.spots.push(Spot {
                     hash: Signer::signature_hash(&string),
                     string,
-                    tokens: ids,
+                    tokens: (first as u32..=last as u32).collect(),
                 });
             });
             return out;
         }
         for_each_chain(&tokens, self.spot, |ante, chain| {
-            let mut string = tokens.get(ante).to_string();
-            let mut ids = vec![ante as u32];
-            for &t in chain {
-                string.push(':');
-                string.push_str(tokens.get(t));
-                ids.push(t as u32);
-            }
+            let string = chain_string(&tokens, ante, chain);
             out.spots.push(Spot {
                 hash: Signer::signature_hash(&string),
                 string,
-                tokens: ids,
+                tokens: std::iter::once(ante)
+                    .chain(chain.iter().copied())
+                    .map(|t| t as u32)
+                    .collect(),
             });
         });
         out

@@ -419,17 +419,14 @@ impl Signer {
         }
     }
 
-    /// The strings of [`Signer::signatures`], in text order.
-    fn strings(&self, tokens: &Tokens) -> Vec<String> {
-        match self.config.features {
-            Features::Spotsigs => {
-                if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) {
-                    words::word_shingle_strings(tokens, self.config.short_shingle as usize)
-                } else {
-                    spotsigs::spotsig_strings(tokens, self.spot)
-                }
+    /// The signatures of `family` made from `tokens`, as strings, in text order.
+    fn strings(&self, tokens: &Tokens, family: Family) -> Vec<String> {
+        match family {
+            Family::Spotsigs | Family::Page => spotsigs::spotsig_strings(tokens, self.spot),
+            Family::Words => {
+                words::word_shingle_strings(tokens, self.config.short_shingle as usize)
             }
-            Features::Sentences => shingles::sentence_strings(tokens, self.shingles),
+            Family::Sentences => shingles::sentence_strings(tokens, self.shingles),
         }
     }
 
@@ -493,27 +490,11 @@ impl Signer {
         self.config.short_shingle > 0 && spot < self.config.short_below as usize
     }
 
-    /// The family [`Signer::signatures`] gives `tokens`.
-    pub fn family_of(&self, tokens: &Tokens) -> Family {
-        match self.config.features {
-            Features::Sentences => Family::Sentences,
-            Features::Spotsigs
-                if self.is_short(spotsigs::spotsigs(tokens, self.spot).set_len()) =>
-            {
-                Family::Words
-            }
-            Features::Spotsigs => Family::Spotsigs,
-        }
-    }
-
     /// The signatures of `html` as strings, for inspection.
     pub fn signature_strings(&self, html: &str) -> Vec<String> {
         let text = text::strip(html, &self.strip);
         let (tokens, _, family) = self.select(&text);
-        match family {
-            Family::Page => spotsigs::spotsig_strings(&tokens, self.spot),
-            _ => self.strings(&tokens),
-        }
+        self.strings(&tokens, family)
     }
 
     /// Signs plain text (no markup): every non-empty line is a block, all of them signed.
@@ -540,7 +521,8 @@ impl Signer {
     pub fn text_signature_strings(&self, plain: &str) -> Vec<String> {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        self.strings(&tokens)
+        let family = self.signatures(&tokens).1;
+        self.strings(&tokens, family)
     }
 
     fn text_tokens(&self, plain: &str, out: &mut Tokens) {

@@ -79,14 +79,19 @@ pub fn spotsigs(tokens: &Tokens, p: SpotParams) -> Signatures {
 pub fn spotsig_strings(tokens: &Tokens, p: SpotParams) -> Vec<String> {
     let mut out = Vec::new();
     for_each_chain(tokens, p, |ante, chain| {
-        let mut s = tokens.get(ante).to_string();
-        for &t in chain {
-            s.push(':');
-            s.push_str(tokens.get(t));
-        }
-        out.push(s);
+        out.push(chain_string(tokens, ante, chain))
     });
     out
+}
+
+/// The string of one chain before hashing (`antecedent:t1:…:tc`).
+pub fn chain_string(tokens: &Tokens, ante: usize, chain: &[usize]) -> String {
+    let mut s = tokens.get(ante).to_string();
+    for &t in chain {
+        s.push(':');
+        s.push_str(tokens.get(t));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -53,19 +53,22 @@ pub fn word_shingles(tokens: &Tokens, k: usize) -> Signatures {
     Signatures::from_hashes(hashes)
 }
 
-/// The shingles as strings before hashing (`#w1 w2 w3`), in text order.
+/// The string of the shingle of tokens `first..=last` before hashing (`#w1 w2 w3`).
+pub fn shingle_string(tokens: &Tokens, first: usize, last: usize) -> String {
+    let mut s = String::from(MARKER as char);
+    for t in first..=last {
+        if t > first {
+            s.push(' ');
+        }
+        s.push_str(tokens.get(t));
+    }
+    s
+}
+
+/// The shingles as strings before hashing, in text order.
 pub fn word_shingle_strings(tokens: &Tokens, k: usize) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_shingle(tokens, k, |a, b| {
-        let mut s = String::from(MARKER as char);
-        for t in a..=b {
-            if t > a {
-                s.push(' ');
-            }
-            s.push_str(tokens.get(t));
-        }
-        out.push(s);
-    });
+    for_each_shingle(tokens, k, |a, b| out.push(shingle_string(tokens, a, b)));
     out
 }
 

@@ -1,0 +1,219 @@
+//! Bringing the in-memory structures up and writing them down: the exact-Jaccard lists and
+//! the document frequencies, from their snapshots beside the database when those are
+//! usable, and from the `docs` family (their durable copy) for the rest.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{
+    freq, lists, DecisionKind, DocRecord, Family, Index, IndexError, ListsRestore, LISTS_SNAPSHOT,
+};
+
+impl Index {
+    /// Path of the lists snapshot, for an index on disk with lists.
+    pub(super) fn snapshot_path(&self) -> Option<PathBuf> {
+        self.lists.as_ref()?;
+        Some(self.store.dir()?.join(LISTS_SNAPSHOT))
+    }
+
+    /// Path of the frequencies snapshot, for an index on disk that counts them.
+    pub(super) fn freq_snapshot_path(&self) -> Option<PathBuf> {
+        self.freq.as_ref()?;
+        Some(self.store.dir()?.join(freq::SNAPSHOT))
+    }
+
+    /// Brings up the in-memory lists: from the snapshot when there is a usable one, then
+    /// the unique documents numbered from the snapshot's `next_doc` on (all of them without
+    /// one), in document order.
+    pub(super) fn restore_lists(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        let Some(lists) = self.lists.as_ref() else {
+            return Ok(());
+        };
+        let t = std::time::Instant::now();
+        let (tau, filter) = (lists.tau(), lists.count_filter());
+        let mut from = 0;
+        let mut from_snapshot = false;
+        let mut refused = None;
+        if let Some(path) = self.snapshot_path().filter(|p| p.exists()) {
+            match lists::Lists::load(&path, tau, filter) {
+                Ok((loaded, stamp)) if stamp.epoch != self.epoch => {
+                    drop(loaded);
+                    refused = Some(
+                        "documents were removed after it was taken (another epoch)".to_string(),
+                    );
+                }
+                Ok((loaded, stamp)) if stamp.next_doc > self.next_doc => {
+                    drop(loaded);
+                    refused = Some(format!(
+                        "it holds documents up to {} and the index only up to {}",
+                        stamp.next_doc, self.next_doc
+                    ));
+                }
+                Ok((loaded, stamp)) => {
+                    self.lists = Some(loaded);
+                    from = stamp.next_doc;
+                    from_snapshot = true;
+                }
+                Err(e) => refused = Some(format!("{}: {e}", path.display())),
+            }
+        }
+        let (freq_from, freq_refused) = self.restore_freq();
+        let replayed = self.rebuild_lists(from, freq_from, stop)?;
+        self.restore = Some(ListsRestore {
+            from_snapshot,
+            replayed,
+            replayed_from: from,
+            snapshot_refused: refused,
+            freq_from_snapshot: self.freq.is_some() && freq_from > 0,
+            freq_snapshot_refused: freq_refused,
+            seconds: t.elapsed().as_secs_f64(),
+        });
+        Ok(())
+    }
+
+    /// Reads the frequencies snapshot when there is a usable one; returns the first document
+    /// it does not count (0 without one) and why a snapshot present was refused.
+    fn restore_freq(&mut self) -> (u64, Option<String>) {
+        let Some(path) = self.freq_snapshot_path().filter(|p| p.exists()) else {
+            return (0, None);
+        };
+        match freq::load(&path, freq::DEFAULT_WIDTH_LOG2) {
+            Ok((_, stamp)) if stamp.epoch != self.epoch => (
+                0,
+                Some("documents were removed after it was taken (another epoch)".into()),
+            ),
+            Ok((_, stamp)) if stamp.next_doc > self.next_doc => (
+                0,
+                Some(format!(
+                    "it counts documents up to {} and the index only has them up to {}",
+                    stamp.next_doc, self.next_doc
+                )),
+            ),
+            Ok((f, stamp)) => {
+                self.freq = Some(f);
+                (stamp.next_doc, None)
+            }
+            Err(e) => (0, Some(format!("{}: {e}", path.display()))),
+        }
+    }
+
+    /// How the lists were brought up when the index was opened (`None` without lists).
+    pub fn lists_restore(&self) -> Option<&ListsRestore> {
+        self.restore.as_ref()
+    }
+
+    /// Writes the lists snapshot beside the database (after flushing it), so that the next
+    /// open reads the lists instead of rebuilding them; returns its path, or `None` for an
+    /// index without lists or not on disk. Call it at a clean shutdown: a snapshot stays
+    /// usable while documents are only added (the newer ones are entered from `docs` when
+    /// it is read), and is set aside by the first removal.
+    pub fn save_lists(&mut self) -> Result<Option<PathBuf>, IndexError> {
+        let Some(path) = self.snapshot_path() else {
+            return Ok(None);
+        };
+        self.store.flush()?;
+        let stamp = lists::snapshot::Stamp {
+            epoch: self.epoch,
+            next_doc: self.next_doc,
+        };
+        if let Some(l) = self.lists.as_mut() {
+            l.save(&path, stamp)
+                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
+        }
+        if let (Some(f), Some(fpath)) = (self.freq.as_ref(), self.freq_snapshot_path()) {
+            let fstamp = freq::Stamp {
+                epoch: self.epoch,
+                next_doc: self.next_doc,
+            };
+            freq::save(f, &fpath, fstamp)
+                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", fpath.display())))?;
+        }
+        Ok(Some(path))
+    }
+
+    /// Counts the document frequencies again over the unique documents in `docs`, in
+    /// document order (after retention removed some: taking a page out of aged counters
+    /// would take out more than it left in them, and the counts must be what a rebuild
+    /// after a restart gives).
+    pub(super) fn recount_freq(&mut self) -> Result<(), IndexError> {
+        self.freq = Some(freq::Freq::default());
+        self.rebuild_lists(u64::MAX, 0, &AtomicBool::new(false))
+            .map(|_| ())
+    }
+
+    /// Enters every stored unique document numbered `from` or higher in the in-memory
+    /// lists, and counts those numbered `freq_from` or higher in the document frequencies,
+    /// in document order; returns how many were entered in the lists.
+    fn rebuild_lists(
+        &mut self,
+        from: u64,
+        freq_from: u64,
+        stop: &AtomicBool,
+    ) -> Result<u64, IndexError> {
+        let Some(lists) = self.lists.as_mut() else {
+            return Ok(0);
+        };
+        let mut freq = self.freq.as_mut();
+        let start = match freq {
+            Some(_) => from.min(freq_from),
+            None => from,
+        };
+        let mut err = None;
+        let mut set = Vec::new();
+        let mut seen = 0u32;
+        let mut entered = 0u64;
+        self.store.scan(
+            Family::Docs,
+            &start.to_be_bytes(),
+            &[0xff; 9],
+            &mut |k, v| {
+                seen = seen.wrapping_add(1);
+                if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                    err = Some(IndexError::Interrupted);
+                    return false;
+                }
+                let num = match <[u8; 8]>::try_from(k) {
+                    Ok(n) => u64::from_be_bytes(n),
+                    Err(_) => {
+                        err = Some(IndexError::Corrupt("docs key".into()));
+                        return false;
+                    }
+                };
+                if let Some(f) = freq.as_deref_mut().filter(|_| num >= freq_from) {
+                    match DocRecord::decode(v) {
+                        Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
+                            f.add(freq::host_hash(&rec.url), rec.sigs.hashes());
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            err = Some(e);
+                            return false;
+                        }
+                    }
+                }
+                if num < from {
+                    return true;
+                }
+                match DocRecord::decode_unique_sigs(v, &mut set) {
+                    Ok(true) => {
+                        if let Err(e) = lists.insert(&set, num) {
+                            err = Some(IndexError::Corrupt(e.to_string()));
+                            return false;
+                        }
+                        entered += 1;
+                        true
+                    }
+                    Ok(false) => true,
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                }
+            },
+        )?;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(entered),
+        }
+    }
+}

@@ -307,6 +307,14 @@ pub struct KafkaOptions {
     /// Topic of dead letters [default: pages-dead-letter]
     #[arg(long, env = "NEARDUP_DEAD_LETTER_TOPIC")]
     pub dead_letter_topic: Option<String>,
+    /// Internal topic of signed pages, written by signers and read by the decider
+    /// [default: pages-signed]
+    #[arg(long, env = "NEARDUP_SIGNED_TOPIC")]
+    pub signed_topic: Option<String>,
+    /// Compacted topic of the decider's index mutations, from which a lost index is
+    /// restored; "off" for none [default: decider pages-index-changelog, all off]
+    #[arg(long, env = "NEARDUP_CHANGELOG_TOPIC")]
+    pub changelog_topic: Option<String>,
     /// A client property KEY=VALUE passed to the Kafka client (repeatable; in the variable,
     /// separated by ';'), e.g. security.protocol=SASL_SSL
     #[arg(long, env = "NEARDUP_KAFKA_PROPERTY", value_delimiter = ';')]
@@ -320,7 +328,7 @@ pub struct KafkaOptions {
 impl KafkaOptions {
     fn or(mut self, o: KafkaOptions) -> KafkaOptions {
         or_fields!(self, o; brokers, group_id, instance_id, input_topics, unique_topic, duplicate_topic,
-            dead_letter_topic, kafka_property, kafka_properties_file);
+            dead_letter_topic, signed_topic, changelog_topic, kafka_property, kafka_properties_file);
         self
     }
 }
@@ -339,10 +347,40 @@ pub enum LogFormat {
 }
 impl_from_str_serde!(LogFormat);
 
+/// What a `neardup run` process does (DESIGN §6).
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Both: sign and decide in one process (the single-process stage).
+    #[default]
+    All,
+    /// Stateless: decode, strip and sign input pages into the signed topic (any number of
+    /// replicas).
+    Signer,
+    /// Stateful: decide the signed topic's pages in order against the index (one per index).
+    Decider,
+}
+impl_from_str_serde!(Role);
+
+impl Role {
+    /// The role's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::All => "all",
+            Role::Signer => "signer",
+            Role::Decider => "decider",
+        }
+    }
+}
+
 /// Settings of the stage process (`[stage]` in the file).
 #[derive(Args, Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StageOptions {
+    /// all (sign and decide), signer (sign into the signed topic, any number of replicas)
+    /// or decider (decide the signed topic, one per index) [default: all]
+    #[arg(long, env = "NEARDUP_ROLE")]
+    pub role: Option<Role>,
     /// Index directory [default: neardup-index]
     #[arg(long, env = "NEARDUP_INDEX")]
     pub index: Option<PathBuf>,
@@ -378,7 +416,7 @@ pub struct StageOptions {
 
 impl StageOptions {
     fn or(mut self, o: StageOptions) -> StageOptions {
-        or_fields!(self, o; index, listen, grace_period, failure_hold, max_in_flight, no_text,
+        or_fields!(self, o; role, index, listen, grace_period, failure_hold, max_in_flight, no_text,
             max_record_bytes, jobs, log_format);
         self
     }

@@ -47,6 +47,13 @@ pub const KAFKA_ERRORS: &str = "neardup_kafka_errors_total";
 pub const READY: &str = "neardup_ready";
 /// Gauge: 1 after a fatal error (the stage stops consuming and drains).
 pub const FAILED: &str = "neardup_failed";
+/// Counter: index mutations read from the changelog while restoring the index.
+pub const CHANGELOG_RESTORED: &str = "neardup_changelog_restored_records_total";
+/// Gauge: changelog records still to read before the restored index is complete (0 when
+/// no restore is running).
+pub const CHANGELOG_REMAINING: &str = "neardup_changelog_restore_remaining_records";
+/// Counter: index mutations written to the changelog and acknowledged.
+pub const CHANGELOG_WRITTEN: &str = "neardup_changelog_records_total";
 /// Histogram, labels `endpoint` (group, explain): seconds per serving request.
 pub const SERVE_SECONDS: &str = "neardup_serve_duration_seconds";
 /// Counter, labels `endpoint`, `status`: serving requests answered.
@@ -82,6 +89,21 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "Records consumed and not yet acknowledged.",
     ),
     (INDEX_DOCUMENTS, "gauge", "Documents in the index."),
+    (
+        CHANGELOG_RESTORED,
+        "counter",
+        "Index mutations read from the changelog while restoring the index.",
+    ),
+    (
+        CHANGELOG_REMAINING,
+        "gauge",
+        "Changelog records still to read before the restored index is complete.",
+    ),
+    (
+        CHANGELOG_WRITTEN,
+        "counter",
+        "Index mutations written to the changelog and acknowledged.",
+    ),
     (
         INDEX_KEYS,
         "gauge",
@@ -174,6 +196,8 @@ pub struct Health {
     pub failure: std::sync::Mutex<Option<String>>,
     /// `neardup serve`: no Kafka, ready once the index is open.
     pub serve_only: AtomicBool,
+    /// Restoring the index from the changelog: how far, for `/readyz`.
+    pub restoring: std::sync::Mutex<Option<String>>,
 }
 
 impl Health {
@@ -228,6 +252,9 @@ impl Health {
         if self.draining.load(Ordering::Relaxed) {
             "draining"
         } else if !self.index_open.load(Ordering::Relaxed) {
+            if let Some(r) = &*self.restoring.lock().unwrap_or_else(|e| e.into_inner()) {
+                return r.clone();
+            }
             "index not open"
         } else if self.serve_only.load(Ordering::Relaxed) {
             "ready"

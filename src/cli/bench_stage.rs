@@ -149,6 +149,8 @@ fn settings(
         unique_topic: Some(format!("{run}-unique")),
         duplicate_topic: Some(format!("{run}-duplicate")),
         dead_letter_topic: Some(format!("{run}-dead")),
+        signed_topic: Some(format!("{run}-signed")),
+        changelog_topic: None,
         kafka_property: Some(
             ["fetch.wait.max.ms=50", "message.max.bytes=100000000"]
                 .iter()

@@ -28,6 +28,7 @@ pub mod alg_h;
 pub mod docs;
 pub mod freq;
 pub mod lists;
+mod mutate;
 pub mod reader;
 mod restore;
 pub mod store;
@@ -41,6 +42,7 @@ use serde::{Deserialize, Serialize};
 pub use docs::{
     decode_signatures, encode_signatures, Decision, DecisionKind, DocRecord, Found, SigDelta,
 };
+pub use mutate::Mutation;
 pub use reader::{IndexReader, StoredSigs};
 pub use store::{
     Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
@@ -289,6 +291,8 @@ pub struct Index {
     epoch: u64,
     /// How the lists were brought up when the index was opened.
     restore: Option<ListsRestore>,
+    /// The mutations since the last [`Index::take_journal`], when journaling is on.
+    journal: Option<Vec<Mutation>>,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -569,6 +573,7 @@ impl Index {
             last_counts: Vec::new(),
             epoch,
             restore: None,
+            journal: None,
         };
         index.restore_lists(stop)?;
         Ok(index)
@@ -649,7 +654,7 @@ impl Index {
         Ok(())
     }
 
-    fn index_entries(
+    pub(super) fn index_entries(
         &self,
         b: &mut Batch,
         rec: &DocRecord,
@@ -679,7 +684,12 @@ impl Index {
 
     /// Enters (or removes) a unique document in the in-memory lists, after its batch is
     /// written.
-    fn list_entries(&mut self, rec: &DocRecord, num: u64, insert: bool) -> Result<(), IndexError> {
+    pub(super) fn list_entries(
+        &mut self,
+        rec: &DocRecord,
+        num: u64,
+        insert: bool,
+    ) -> Result<(), IndexError> {
         if let Some(l) = self.lists.as_mut() {
             self.scratch_set.clear();
             self.scratch_set.extend(rec.sigs.hashes());
@@ -707,7 +717,8 @@ impl Index {
             self.index_entries(&mut b, rec, num, true)?;
         }
         // only unique documents are ever candidates: the others are stored without signatures
-        b.put(Family::Docs, &num.to_be_bytes(), &rec.encode_with(unique));
+        let bytes = rec.encode_with(unique);
+        b.put(Family::Docs, &num.to_be_bytes(), &bytes);
         b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
         b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
         if unique && self.lists.is_some() && num > lists::MAX_DOC {
@@ -715,6 +726,13 @@ impl Index {
         }
         self.store.write(b)?;
         self.next_doc = num + 1;
+        if let Some(j) = self.journal.as_mut() {
+            j.push(Mutation::Put {
+                num,
+                id: rec.id.clone(),
+                record: bytes,
+            });
+        }
         if unique {
             self.list_entries(rec, num, true)?;
             if let Some(f) = self.freq.as_mut() {
@@ -745,82 +763,6 @@ impl Index {
     /// The document frequencies, if the index counts them.
     pub fn frequencies(&self) -> Option<&freq::Freq> {
         self.freq.as_ref()
-    }
-
-    /// Removes every document first seen before `cutoff` (Unix seconds), with its index
-    /// entries. Returns how many were removed.
-    pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
-        let mut expired: Vec<(u64, DocRecord)> = Vec::new();
-        let mut err = None;
-        self.store
-            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| match (
-                <[u8; 8]>::try_from(k),
-                DocRecord::decode(v),
-            ) {
-                (Ok(num), Ok(rec)) => {
-                    if rec.first_seen < cutoff {
-                        expired.push((u64::from_be_bytes(num), rec));
-                    }
-                    true
-                }
-                (_, Err(e)) => {
-                    err = Some(e);
-                    false
-                }
-                (Err(_), _) => {
-                    err = Some(IndexError::Corrupt("docs key".into()));
-                    false
-                }
-            })?;
-        if let Some(e) = err {
-            return Err(e);
-        }
-        let n = expired.len() as u64;
-        if n > 0 {
-            // a snapshot of the lists as they were is of no use from now on
-            let freq_path = self.freq_snapshot_path();
-            for path in self.snapshot_path().into_iter().chain(freq_path) {
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(IndexError::Corrupt(format!(
-                            "removing {}: {e}",
-                            path.display()
-                        )))
-                    }
-                }
-            }
-            self.epoch = new_epoch();
-            let mut b = Batch::default();
-            b.put(Family::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
-            self.store.write(b)?;
-        }
-        for chunk in expired.chunks(256) {
-            let mut b = Batch::default();
-            for (num, rec) in chunk {
-                if rec.decision.kind == DecisionKind::Unique {
-                    self.index_entries(&mut b, rec, *num, false)?;
-                }
-                b.delete(Family::Docs, &num.to_be_bytes());
-                // the id may since have been re-decided under a newer number
-                if let Some(cur) = self.store.get(Family::Ids, rec.id.as_bytes())? {
-                    if cur == num.to_be_bytes() {
-                        b.delete(Family::Ids, rec.id.as_bytes());
-                    }
-                }
-            }
-            self.store.write(b)?;
-            for (num, rec) in chunk {
-                if rec.decision.kind == DecisionKind::Unique {
-                    self.list_entries(rec, *num, false)?;
-                }
-            }
-        }
-        if n > 0 && self.freq.is_some() {
-            self.recount_freq()?;
-        }
-        Ok(n)
     }
 
     /// Sizes of every family.

@@ -9,17 +9,18 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use super::{
-    now_secs, observe, Job, Outbound, StageSettings, HEADER_CANONICAL, HEADER_DECISION,
+    now_secs, observe, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL, HEADER_DECISION,
     HEADER_REASON, HEADER_SCHEMA,
 };
 use crate::dedup::{Deduplicator, PageRef, Prepared};
 use crate::index::{DecisionKind, Index};
-use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
+use crate::record::{self, changelog, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry as tm;
 
 /// What the decider decided, for the summary.
 #[derive(Default)]
 pub(super) struct Counts {
+    pub(super) signed: u64,
     pub(super) unique: u64,
     pub(super) duplicate: u64,
     pub(super) skipped: u64,
@@ -39,6 +40,54 @@ pub(super) fn max_output_bytes(s: &StageSettings) -> usize {
     limit.saturating_sub(64 * 1024).max(16 * 1024)
 }
 
+/// The page of a prepared record, or why there is none.
+pub(super) fn page_or_bad(
+    prepared: Prepared,
+    payload: &[u8],
+) -> Result<Box<(crate::record::ValidPage, crate::signature::Signed)>, BadRecord> {
+    match prepared {
+        Prepared::Blank => Err(BadRecord {
+            reason: BadReason::EmptyRecord,
+            detail: if payload.is_empty() {
+                "the record has no value".into()
+            } else {
+                "the record value is only whitespace".into()
+            },
+        }),
+        Prepared::Bad(b) => Err(b),
+        Prepared::Page(p) => Ok(p),
+    }
+}
+
+/// The dead letter of a consumed record that cannot be processed.
+pub(super) fn dead_letter(
+    inbound: super::Inbound,
+    bad: &BadRecord,
+    payload: &[u8],
+    dead_t: &Arc<str>,
+    max_out: usize,
+) -> Outbound {
+    metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
+    let src = Source::Kafka {
+        topic: inbound.topic.to_string(),
+        partition: inbound.partition,
+        offset: inbound.offset,
+    };
+    let dl = DeadLetter::fitting(bad, src, payload, max_out);
+    Outbound {
+        inbound,
+        topic: Arc::clone(dead_t),
+        payload: serde_json::to_vec(&dl).expect("serializable"),
+        headers: vec![
+            (HEADER_DECISION, "dead_letter".into()),
+            (HEADER_REASON, bad.reason.as_str().into()),
+            (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
+        ],
+        label: "dead_letter",
+        extra: Vec::new(),
+    }
+}
+
 pub(super) fn decide_loop(
     s: &StageSettings,
     dedup: &mut Deduplicator,
@@ -53,49 +102,22 @@ pub(super) fn decide_loop(
         Arc::from(s.duplicate_topic.as_str()),
         Arc::from(s.dead_letter_topic.as_str()),
     );
+    let changelog: Option<Arc<str>> = s.changelog_topic.as_deref().map(Arc::from);
+    dedup.index_mut().set_journal(changelog.is_some());
     let mut newest_seen = i64::MIN;
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
     while let Some(job) = jobs.blocking_recv() {
-        let (payload, prepared, times) = job
+        let (payload, prepared, times, has_text) = job
             .prepared
             .blocking_recv()
             .map_err(|_| anyhow!("a signing task was lost"))?;
         observe("decode", times.decode);
         let inbound = job.inbound;
-        let page_or_bad = match prepared {
-            Prepared::Blank => Err(BadRecord {
-                reason: BadReason::EmptyRecord,
-                detail: if payload.is_empty() {
-                    "the record has no value".into()
-                } else {
-                    "the record value is only whitespace".into()
-                },
-            }),
-            Prepared::Bad(b) => Err(b),
-            Prepared::Page(p) => Ok(p),
-        };
-        let ob = match page_or_bad {
+        let ob = match page_or_bad(prepared, &payload) {
             Err(bad) => {
                 counts.dead_letter += 1;
-                metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str()).increment(1);
-                let src = Source::Kafka {
-                    topic: inbound.topic.to_string(),
-                    partition: inbound.partition,
-                    offset: inbound.offset,
-                };
-                let dl = DeadLetter::fitting(&bad, src, &payload, max_out);
-                Outbound {
-                    inbound,
-                    topic: Arc::clone(&dead_t),
-                    payload: serde_json::to_vec(&dl)?,
-                    headers: vec![
-                        (HEADER_DECISION, "dead_letter".into()),
-                        (HEADER_REASON, bad.reason.as_str().into()),
-                        (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
-                    ],
-                    label: "dead_letter",
-                }
+                dead_letter(inbound, &bad, &payload, &dead_t, max_out)
             }
             Ok(b) => {
                 let (page, signed) = *b;
@@ -122,8 +144,10 @@ pub(super) fn decide_loop(
                     counts.repeated += 1;
                     metrics::counter!(tm::REPEATED_IDS).increment(1);
                 }
+                // a signed record carries the text unless its signer left it out
+                let keep_text = s.keep_text && has_text;
                 let mut rec =
-                    record::tagged(&page, &signed, &outcome, &s.params, &params_id, s.keep_text);
+                    record::tagged(&page, &signed, &outcome, &s.params, &params_id, keep_text);
                 rec.dedup.repeated = None;
                 let mut payload = serde_json::to_vec(&rec)?;
                 if payload.len() > max_out && rec.text.is_some() {
@@ -158,13 +182,11 @@ pub(super) fn decide_loop(
                     payload,
                     headers,
                     label,
+                    extra: Vec::new(),
                 }
             }
         };
-        if out.blocking_send(ob).is_err() {
-            // the producer stopped: its error is reported by the caller
-            return Ok(());
-        }
+        let mut ob = ob;
         if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
             since_sweep = 0;
             let n = dedup
@@ -172,6 +194,22 @@ pub(super) fn decide_loop(
                 .expire(newest_seen - window.as_secs() as i64)?;
             counts.expired += n;
             metrics::counter!(tm::INDEX_EXPIRED).increment(n);
+        }
+        // the index mutations of this record (and of a sweep) go to the changelog with it:
+        // its offset is stored once all of them are acknowledged
+        if let Some(topic) = &changelog {
+            for m in dedup.index_mut().take_journal() {
+                let (key, value) = changelog::encode(&m, &params_id);
+                ob.extra.push(Extra {
+                    topic: Arc::clone(topic),
+                    key,
+                    payload: value,
+                });
+            }
+        }
+        if out.blocking_send(ob).is_err() {
+            // the producer stopped: its error is reported by the caller
+            return Ok(());
         }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();

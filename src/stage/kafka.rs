@@ -222,6 +222,23 @@ fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig
     c
 }
 
+/// A consumer that reads a topic by assignment, outside any group's offsets (the
+/// changelog restore): end of partition reported, nothing committed.
+pub fn reader(s: &StageSettings, purpose: &str) -> Result<rdkafka::consumer::BaseConsumer> {
+    let mut c = consumer_config(s, None);
+    c.set("group.id", format!("{}-{purpose}", s.group_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true");
+    c.remove("group.instance.id");
+    c.create().with_context(|| {
+        format!(
+            "cannot create the Kafka consumer for the {purpose} (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
 const PRODUCER_ONLY: &[&str] = &[
     "linger.ms",
     "queue.buffering.max.ms",

@@ -25,11 +25,13 @@
 //!   stops consuming, readiness turns false, the records before the failure are finished,
 //!   nothing after it is committed, and the process exits with an error.
 
+mod changelog;
 mod decide;
 pub mod kafka;
 mod membership;
 mod produce;
 pub mod settings;
+mod signer;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -45,9 +47,11 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
+pub use crate::config::Role;
 use crate::dedup::{prepare, Deduplicator, PrepareTimes, Prepared};
 use crate::http::{AppState, ServiceSlot};
 use crate::index::{Index, IndexError};
+use crate::record::signed::{signature_id, SignedRecord};
 use crate::serving::Service;
 use crate::telemetry::{self as tm, Health};
 pub use settings::{Membership, Mode, StageSettings, Start};
@@ -80,6 +84,12 @@ pub struct StageSummary {
     pub skipped: u64,
     /// Dead letters.
     pub dead_letter: u64,
+    /// Signed records written (the signer role).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub signed: u64,
+    /// Index documents restored from the changelog before consuming.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restored: u64,
     /// Records whose id was decided before.
     pub repeated: u64,
     /// Outputs acknowledged (0 in a dry run).
@@ -103,6 +113,10 @@ pub struct StageSummary {
     pub latency_p99_ms: f64,
     /// Longest such time, ms.
     pub latency_max_ms: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A consumed record on its way through the stage.
@@ -141,7 +155,9 @@ impl Drop for InFlight {
 /// Bytes of the original kept for a dead letter written when an output is refused.
 const HEAD_BYTES: usize = 64 * 1024;
 
-type PrepOutput = (Vec<u8>, Prepared, PrepareTimes);
+/// The record's bytes, the page, where the time went, and whether the page has its text
+/// (a signed record may come without it).
+type PrepOutput = (Vec<u8>, Prepared, PrepareTimes, bool);
 
 struct Job {
     inbound: Inbound,
@@ -155,6 +171,16 @@ struct Outbound {
     payload: Vec<u8>,
     headers: Vec<(&'static str, String)>,
     label: &'static str,
+    /// Records produced with it, before it (the changelog records of its index mutations):
+    /// the input offset is stored once all of them are acknowledged too.
+    extra: Vec<Extra>,
+}
+
+/// A record produced along with an output: key and value (`None`: a tombstone).
+struct Extra {
+    topic: Arc<str>,
+    key: Vec<u8>,
+    payload: Option<Vec<u8>>,
 }
 
 /// Runs the stage until stopped (run) or until the replay bounds are reached (replay).
@@ -265,43 +291,26 @@ async fn stage(
         }
     };
 
-    // the index: a dry run decides against a checkpoint and leaves the index unchanged
-    // opening reads the lists snapshot of the last clean stop and enters the documents
-    // after it, or without one rebuilds the in-memory lists from every stored document
-    // (about 25 s a million): /healthz answers meanwhile, /readyz waits for it, a stop
-    // signal ends it
-    let opening = Instant::now();
-    let opened = {
-        let s2 = s.clone();
-        tokio::task::spawn_blocking(move || open_index(&s2)).await?
-    };
-    let (index, scratch) = match opened {
-        Ok(x) => x,
-        Err(e) if is_interrupted(&e) => return Ok(stopped_early(summary, "index open")),
-        Err(e) => return Err(e),
-    };
-    let mut dedup = Deduplicator::new(index)?;
-    // grouping and explaining read the index the decider writes (they share its store)
-    *service.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(Service::new(
-        dedup.index().reader(),
-        s.serving.clone(),
-    )?));
-    health.index_open.store(true, Ordering::Relaxed);
-    info!(index = %s.index.display(), method = s.params.method.as_str(),
-        threshold = s.params.threshold, dry_run = s.dry_run,
-        open_s = opening.elapsed().as_secs_f64(), "index open");
-    if let Some(r) = dedup.index().lists_restore() {
-        info!(
-            from_snapshot = r.from_snapshot,
-            replayed = r.replayed,
-            replayed_from = r.replayed_from,
-            seconds = r.seconds,
-            "lists restored"
-        );
-        if let Some(why) = &r.snapshot_refused {
-            warn!(reason = %why, "lists snapshot not used; the lists were rebuilt from the documents");
+    // the index (not for a signer, which keeps none): a dry run decides against a
+    // checkpoint and leaves the index unchanged; opening reads the lists snapshot of the
+    // last clean stop and enters the documents after it, or without one rebuilds the
+    // in-memory lists from every stored document (about 25 s a million): /healthz answers
+    // meanwhile, /readyz waits for it, a stop signal ends it
+    let (mut dedup, scratch, signer) = if s.role == Role::Signer {
+        let signer = crate::signature::Signer::new(&s.params.signature)
+            .map_err(|e| anyhow!("invalid signature settings: {e}"))?;
+        health.index_open.store(true, Ordering::Relaxed);
+        info!(role = s.role.as_str(), signed_topic = %s.signed_topic, "signer: no index");
+        (None, None, Arc::new(signer))
+    } else {
+        match open_decider(s, health, service, &mut summary).await? {
+            Some((dedup, scratch)) => {
+                let signer = dedup.signer();
+                (Some(dedup), scratch, signer)
+            }
+            None => return Ok(stopped_early(summary, "index open")),
         }
-    }
+    };
     if *stop_rx.borrow() || crate::signals::stop_requested() {
         drop(dedup);
         remove_scratch(scratch);
@@ -317,6 +326,10 @@ async fn stage(
     } else {
         Some(kafka::producer(s, ctx.clone())?)
     };
+    if let (Some(p), Some(topic), Some(d)) = (&producer, &s.changelog_topic, &dedup) {
+        // the documents stored just before a crash may be missing from the changelog
+        changelog::republish(s, d.index(), p, topic, summary.restored > 0).await?;
+    }
     let mut bounds = match s.mode {
         Mode::Run => {
             let topics: Vec<&str> = s.input_topics.iter().map(String::as_str).collect();
@@ -351,19 +364,22 @@ async fn stage(
             .thread_name(|i| format!("neardup-sign-{i}"))
             .build()?,
     );
-    let signer = dedup.signer();
+    let signature_id: Arc<str> = Arc::from(signature_id(&s.params.signature).as_str());
     let sem = Arc::new(Semaphore::new(s.max_in_flight));
     let (job_tx, job_rx) = mpsc::channel::<Job>(s.max_in_flight);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(s.max_in_flight);
 
-    // the decider: one thread, decisions in consumption order
+    // the decider (one thread, decisions in consumption order), or the signer's loop
     let decider = {
         let s = s.clone();
         std::thread::Builder::new()
             .name("neardup-decide".into())
             .spawn(move || {
                 let mut counts = Counts::default();
-                let r = decide_loop(&s, &mut dedup, job_rx, out_tx, &mut counts);
+                let r = match dedup.as_mut() {
+                    Some(d) => decide_loop(&s, d, job_rx, out_tx, &mut counts),
+                    None => signer::sign_loop(&s, job_rx, out_tx, &mut counts),
+                };
                 (dedup, counts, r)
             })?
     };
@@ -459,9 +475,33 @@ async fn stage(
             drop(m);
             let (tx, rx) = oneshot::channel();
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
+            let signed_by = (s.role == Role::Decider).then(|| Arc::clone(&signature_id));
             pool.spawn(move || {
-                let (p, t) = prepare(&payload, &signer, max);
-                let _ = tx.send((payload, p, t));
+                let out = match signed_by {
+                    // the decider reads pages a signer signed
+                    Some(want) => {
+                        let started = Instant::now();
+                        let p = SignedRecord::decode(&payload, &want);
+                        let t = PrepareTimes {
+                            decode: started.elapsed(),
+                            ..Default::default()
+                        };
+                        match p {
+                            Ok((page, signed, has_text)) => (
+                                payload,
+                                Prepared::Page(Box::new((page, signed))),
+                                t,
+                                has_text,
+                            ),
+                            Err(bad) => (payload, Prepared::Bad(bad), t, false),
+                        }
+                    }
+                    None => {
+                        let (p, t) = prepare(&payload, &signer, max);
+                        (payload, p, t, true)
+                    }
+                };
+                let _ = tx.send(out);
             });
             if job_tx
                 .send(Job {
@@ -518,6 +558,7 @@ async fn stage(
             summary.duplicate = counts.duplicate;
             summary.skipped = counts.skipped;
             summary.dead_letter = counts.dead_letter;
+            summary.signed = counts.signed;
             summary.repeated = counts.repeated;
             summary.expired = counts.expired;
             match produced {
@@ -527,7 +568,7 @@ async fn stage(
             if let Err(e) = decided {
                 failure = Some(e);
             }
-            dedup_back = Some(dedup);
+            dedup_back = dedup;
         }
     }
     if let Some(e) = &failure {
@@ -599,6 +640,68 @@ async fn stage(
         Some(e) => Err(e),
         None => Ok(summary),
     }
+}
+
+/// Opens the decider's index, restores it from the changelog when it is empty (or a
+/// restore was cut short), and publishes the serving endpoints over it. `None`: a stop
+/// signal ended the open.
+async fn open_decider(
+    s: &StageSettings,
+    health: &Arc<Health>,
+    service: &ServiceSlot,
+    summary: &mut StageSummary,
+) -> Result<Option<(Deduplicator, Option<std::path::PathBuf>)>> {
+    let opening = Instant::now();
+    let opened = {
+        let s2 = s.clone();
+        tokio::task::spawn_blocking(move || open_index(&s2)).await?
+    };
+    let (mut index, scratch) = match opened {
+        Ok(x) => x,
+        Err(e) if is_interrupted(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if let (Some(topic), false) = (&s.changelog_topic, s.dry_run) {
+        let (s2, h2, topic) = (s.clone(), Arc::clone(health), topic.clone());
+        let (back, restored) = tokio::task::spawn_blocking(move || {
+            let r = changelog::restore(&s2, &mut index, &topic, &h2);
+            (index, r)
+        })
+        .await?;
+        index = back;
+        match restored {
+            Ok(n) => summary.restored = n,
+            Err(e) if is_interrupted(&e) => {
+                drop(index);
+                remove_scratch(scratch);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let dedup = Deduplicator::new(index)?;
+    // grouping and explaining read the index the decider writes (they share its store)
+    *service.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(Service::new(
+        dedup.index().reader(),
+        s.serving.clone(),
+    )?));
+    health.index_open.store(true, Ordering::Relaxed);
+    info!(index = %s.index.display(), role = s.role.as_str(), method = s.params.method.as_str(),
+        threshold = s.params.threshold, dry_run = s.dry_run,
+        open_s = opening.elapsed().as_secs_f64(), "index open");
+    if let Some(r) = dedup.index().lists_restore() {
+        info!(
+            from_snapshot = r.from_snapshot,
+            replayed = r.replayed,
+            replayed_from = r.replayed_from,
+            seconds = r.seconds,
+            "lists restored"
+        );
+        if let Some(why) = &r.snapshot_refused {
+            warn!(reason = %why, "lists snapshot not used; the lists were rebuilt from the documents");
+        }
+    }
+    Ok(Some((dedup, scratch)))
 }
 
 /// How long the final commit and closing the Kafka consumer may take each.

@@ -14,6 +14,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use tokio::sync::mpsc;
 use tracing::{error, warn};
 
+use super::changelog;
 use super::kafka::{self, StageConsumer, StageContext};
 use super::{observe, Outbound, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
@@ -101,7 +102,8 @@ async fn produce_inner(
     type Ack = (
         Result<(), KafkaError>,
         Outbound,
-        Instant, // sent
+        Instant,    // sent
+        Result<()>, // the records produced with it (changelog)
     );
     let mut pending: FuturesOrdered<
         std::pin::Pin<Box<dyn std::future::Future<Output = Ack> + Send>>,
@@ -114,7 +116,14 @@ async fn produce_inner(
         }
         tokio::select! {
             biased;
-            Some((res, ob, sent)) = pending.next(), if !pending.is_empty() => {
+            Some((res, ob, sent, extra)) = pending.next(), if !pending.is_empty() => {
+                if let Err(e) = extra {
+                    error!(error = %e, source_topic = %ob.inbound.topic,
+                        partition = ob.inbound.partition, offset = ob.inbound.offset,
+                        "a changelog record was not acknowledged: stopping without committing it");
+                    health.fail(&format!("{e:#}"));
+                    return Err(e);
+                }
                 let (res, ob) = match res {
                     Err(e) if too_large(&e) && ob.label != "output_too_large" => {
                         warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
@@ -167,10 +176,34 @@ async fn produce_inner(
                 Some(ob) => {
                     let sent = Instant::now();
                     match &producer {
-                        None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent) })),
+                        None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent, Ok(())) })),
                         Some(p) => {
+                            // the changelog records are sent first, in decision order on
+                            // their one partition; the input offset is stored only when they
+                            // and the output are acknowledged
+                            let mut extra: Result<Vec<changelog::Ack>> = Ok(Vec::new());
+                            for x in &ob.extra {
+                                let f = changelog::send(p, &x.topic, x.key.clone(), x.payload.clone()).await;
+                                match (f, &mut extra) {
+                                    (Ok(f), Ok(v)) => v.push(f),
+                                    (Err(e), Ok(_)) => extra = Err(e),
+                                    _ => {}
+                                }
+                            }
                             let fut = send(p, &ob).await;
                             pending.push_back(Box::pin(async move {
+                                let extra = match extra {
+                                    Ok(acks) => {
+                                        let mut r = Ok(());
+                                        for a in acks {
+                                            if let (Err(e), Ok(())) = (a.await, &r) {
+                                                r = Err(e);
+                                            }
+                                        }
+                                        r
+                                    }
+                                    Err(e) => Err(e),
+                                };
                                 let res = match fut {
                                     Err(e) => Err(e),
                                     Ok(f) => match f.await {
@@ -179,7 +212,7 @@ async fn produce_inner(
                                         Err(_) => Err(KafkaError::Canceled),
                                     },
                                 };
-                                (res, ob, sent)
+                                (res, ob, sent, extra)
                             }));
                         }
                     }
@@ -229,6 +262,7 @@ fn fallback(ob: Outbound, dead_topic: Arc<str>, e: &KafkaError) -> Outbound {
             (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
         ],
         label: "output_too_large",
+        extra: Vec::new(),
         inbound: ob.inbound,
     }
 }

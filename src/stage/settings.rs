@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::config::{KafkaOptions, LogFormat, ReplayOptions, StageOptions};
+use crate::config::{KafkaOptions, LogFormat, ReplayOptions, Role, StageOptions};
 use crate::index::IndexParams;
 
 /// Client properties the stage sets itself: overriding them would break the delivery
@@ -112,6 +112,8 @@ pub fn valid_instance_id(id: &str) -> bool {
 pub struct StageSettings {
     /// The command.
     pub mode: Mode,
+    /// What this process does: sign, decide, or both.
+    pub role: Role,
     /// Bootstrap brokers.
     pub brokers: String,
     /// Consumer group.
@@ -126,6 +128,10 @@ pub struct StageSettings {
     pub duplicate_topic: String,
     /// Output topic of dead letters.
     pub dead_letter_topic: String,
+    /// The internal topic of signed pages (a signer writes it, a decider reads it).
+    pub signed_topic: String,
+    /// The compacted topic of the index's mutations, if any (a decider, or all).
+    pub changelog_topic: Option<String>,
     /// Client properties from flags, variables, the file and the properties file (in that
     /// order of precedence). Serialized with secret values redacted.
     #[serde(serialize_with = "redacted")]
@@ -258,14 +264,28 @@ impl StageSettings {
         if brokers.split(',').any(|b| b.trim().is_empty()) {
             bail!("brokers must be host:port[,host:port…] (got {brokers:?})");
         }
-        let group_id = kafka.group_id.clone().unwrap_or_else(|| match mode {
-            Mode::Run => "neardup".into(),
-            Mode::Replay => "neardup-replay".into(),
-        });
+        let role = stage.role.unwrap_or_default();
+        if mode == Mode::Replay && role != Role::All {
+            bail!(
+                "role {} is for neardup run; a replay signs and decides in one process (role all)",
+                role.as_str()
+            );
+        }
+        let group_id = kafka
+            .group_id
+            .clone()
+            .unwrap_or_else(|| match (mode, role) {
+                (Mode::Replay, _) => "neardup-replay".into(),
+                (Mode::Run, Role::All) => "neardup".into(),
+                (Mode::Run, Role::Signer) => "neardup-signer".into(),
+                (Mode::Run, Role::Decider) => "neardup-decider".into(),
+            });
         if group_id.trim().is_empty() {
             bail!("group-id must not be empty");
         }
         let membership = match kafka.instance_id.as_deref().map(str::trim) {
+            // a signer keeps no directory to hold an id in
+            None if role == Role::Signer => Membership::Dynamic,
             None => Membership::Persisted,
             Some("off") => Membership::Dynamic,
             Some(id) if valid_instance_id(id) => Membership::Static(id.to_string()),
@@ -274,10 +294,24 @@ impl StageSettings {
                  name), or off for dynamic membership"
             ),
         };
-        let input_topics = kafka
+        let signed_topic = kafka
+            .signed_topic
+            .clone()
+            .unwrap_or_else(|| "pages-signed".into());
+        // a signer keeps no index: the setting is the decider's (one file may serve both)
+        let changelog_topic = match (kafka.changelog_topic.as_deref().map(str::trim), role) {
+            (_, Role::Signer) | (Some("off"), _) | (None, Role::All) => None,
+            (Some(t), _) => Some(t.to_string()),
+            (None, Role::Decider) => Some("pages-index-changelog".into()),
+        };
+        let mut input_topics = kafka
             .input_topics
             .clone()
             .unwrap_or_else(|| vec!["pages".into()]);
+        if role == Role::Decider {
+            // the decider reads what the signers wrote
+            input_topics = vec![signed_topic.clone()];
+        }
         let unique_topic = kafka
             .unique_topic
             .clone()
@@ -295,15 +329,40 @@ impl StageSettings {
         }
         for t in input_topics
             .iter()
-            .chain([&unique_topic, &duplicate_topic, &dead_letter_topic])
+            .chain([
+                &unique_topic,
+                &duplicate_topic,
+                &dead_letter_topic,
+                &signed_topic,
+            ])
+            .chain(changelog_topic.as_ref())
         {
             if !valid_topic(t) {
                 bail!("invalid topic name {t:?}: 1–249 characters of A-Z a-z 0-9 . _ -");
             }
         }
-        for out in [&unique_topic, &duplicate_topic, &dead_letter_topic] {
+        let outputs: Vec<&String> = match role {
+            Role::Signer => vec![&signed_topic, &dead_letter_topic],
+            _ => [&unique_topic, &duplicate_topic, &dead_letter_topic]
+                .into_iter()
+                .chain(changelog_topic.as_ref())
+                .collect(),
+        };
+        for out in outputs {
             if input_topics.contains(out) {
                 bail!("output topic {out} is also an input topic: the stage would read its own output");
+            }
+        }
+        if let Some(c) = &changelog_topic {
+            if [
+                &unique_topic,
+                &duplicate_topic,
+                &dead_letter_topic,
+                &signed_topic,
+            ]
+            .contains(&c)
+            {
+                bail!("changelog-topic {c} is also another topic of the stage: give it its own");
             }
         }
 
@@ -362,6 +421,7 @@ impl StageSettings {
         }
         Ok(StageSettings {
             mode,
+            role,
             brokers,
             group_id,
             membership,
@@ -369,6 +429,8 @@ impl StageSettings {
             unique_topic,
             duplicate_topic,
             dead_letter_topic,
+            signed_topic,
+            changelog_topic,
             properties,
             index: stage
                 .index

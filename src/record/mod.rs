@@ -11,6 +11,9 @@ use crate::dedup::Outcome;
 use crate::index::{DecisionKind, IndexParams, FORMAT_VERSION};
 use crate::signature::{fingerprint::to_hex, Signed};
 
+pub mod changelog;
+pub mod signed;
+
 /// A fetched page (input).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Page {
@@ -54,6 +57,10 @@ pub enum BadReason {
     EmptyRecord,
     /// The record's output was refused by the broker as too large.
     OutputTooLarge,
+    /// A record of the `signed` topic that is not a signed record of this version.
+    BadSignedRecord,
+    /// A signed record made with other signature settings than the decider's.
+    SignatureMismatch,
 }
 
 impl BadReason {
@@ -70,6 +77,8 @@ impl BadReason {
             BadReason::TooLarge => "too_large",
             BadReason::EmptyRecord => "empty_record",
             BadReason::OutputTooLarge => "output_too_large",
+            BadReason::BadSignedRecord => "bad_signed_record",
+            BadReason::SignatureMismatch => "signature_mismatch",
         }
     }
 }

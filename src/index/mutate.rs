@@ -1,0 +1,192 @@
+//! Removing documents (the retention window, a changelog's tombstones), the journal of
+//! mutations a decider sends to its changelog, and storing a restored document under the
+//! number it had.
+//!
+//! The journal is how the index tells its driver what changed without knowing where it
+//! goes: with journaling on, every stored document ([`Mutation::Put`], the record bytes as
+//! stored) and every removed one ([`Mutation::Delete`]) is appended, in order, until the
+//! driver takes them ([`Index::take_journal`]).
+
+use super::{
+    new_epoch, Batch, DecisionKind, DocRecord, Family, Index, IndexError, META_LISTS_EPOCH,
+};
+
+/// One change of the index.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mutation {
+    /// Document `id` was stored under `num`; `record` is its stored doc record.
+    Put {
+        /// Internal document number.
+        num: u64,
+        /// Document id.
+        id: String,
+        /// The doc record as stored (layout in [`super::docs`]).
+        record: Vec<u8>,
+    },
+    /// Document `id` was removed.
+    Delete {
+        /// Document id.
+        id: String,
+    },
+}
+
+impl Index {
+    /// Turns the journal on or off (off drops what it holds).
+    pub fn set_journal(&mut self, on: bool) {
+        self.journal = on.then(Vec::new);
+    }
+
+    /// The mutations since the last call, in order (none while journaling is off).
+    pub fn take_journal(&mut self) -> Vec<Mutation> {
+        self.journal
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The next internal document number (every number below it was given out once).
+    pub fn next_doc(&self) -> u64 {
+        self.next_doc
+    }
+
+    /// The stored documents numbered `from` on, in number order, as [`Mutation::Put`]s
+    /// (what a journal held when they were stored); `f` returns false to stop.
+    pub fn stored_from(
+        &self,
+        from: u64,
+        f: &mut dyn FnMut(Mutation) -> bool,
+    ) -> Result<(), IndexError> {
+        let mut err = None;
+        self.store.scan(
+            Family::Docs,
+            &from.to_be_bytes(),
+            &[0xff; 9],
+            &mut |k, v| {
+                let Ok(num) = <[u8; 8]>::try_from(k).map(u64::from_be_bytes) else {
+                    err = Some(IndexError::Corrupt("docs key".into()));
+                    return false;
+                };
+                match DocRecord::decode(v) {
+                    Ok(rec) => f(Mutation::Put {
+                        num,
+                        id: rec.id,
+                        record: v.to_vec(),
+                    }),
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                }
+            },
+        )?;
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Stores a document of a changelog under the number it had (or, when that number is
+    /// taken by now, the next one). Returns false when its id is already stored.
+    pub fn restore_put(&mut self, num: u64, rec: &DocRecord) -> Result<bool, IndexError> {
+        if self.find_id(&rec.id)?.is_some() {
+            return Ok(false);
+        }
+        if num > self.next_doc {
+            self.next_doc = num;
+        }
+        self.put(rec)?;
+        Ok(true)
+    }
+
+    /// Removes the document with this id, with its index entries. Returns false when there
+    /// is none.
+    pub fn remove_id(&mut self, id: &str) -> Result<bool, IndexError> {
+        let Some((num, rec)) = super::reader::find_id(self.store.as_ref(), id)? else {
+            return Ok(false);
+        };
+        Ok(self.remove(vec![(num, rec)])? == 1)
+    }
+
+    /// Removes every document first seen before `cutoff` (Unix seconds), with its index
+    /// entries. Returns how many were removed.
+    pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
+        let mut expired: Vec<(u64, DocRecord)> = Vec::new();
+        let mut err = None;
+        self.store
+            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| match (
+                <[u8; 8]>::try_from(k),
+                DocRecord::decode(v),
+            ) {
+                (Ok(num), Ok(rec)) => {
+                    if rec.first_seen < cutoff {
+                        expired.push((u64::from_be_bytes(num), rec));
+                    }
+                    true
+                }
+                (_, Err(e)) => {
+                    err = Some(e);
+                    false
+                }
+                (Err(_), _) => {
+                    err = Some(IndexError::Corrupt("docs key".into()));
+                    false
+                }
+            })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        self.remove(expired)
+    }
+
+    /// Removes these documents (number, record) with their index entries.
+    fn remove(&mut self, docs: Vec<(u64, DocRecord)>) -> Result<u64, IndexError> {
+        let n = docs.len() as u64;
+        if n > 0 {
+            // a snapshot of the lists as they were is of no use from now on
+            let freq_path = self.freq_snapshot_path();
+            for path in self.snapshot_path().into_iter().chain(freq_path) {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(IndexError::Corrupt(format!(
+                            "removing {}: {e}",
+                            path.display()
+                        )))
+                    }
+                }
+            }
+            self.epoch = new_epoch();
+            let mut b = Batch::default();
+            b.put(Family::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+            self.store.write(b)?;
+        }
+        for chunk in docs.chunks(256) {
+            let mut b = Batch::default();
+            let mut removed_ids = Vec::new();
+            for (num, rec) in chunk {
+                if rec.decision.kind == DecisionKind::Unique {
+                    self.index_entries(&mut b, rec, *num, false)?;
+                }
+                b.delete(Family::Docs, &num.to_be_bytes());
+                // the id may since have been re-decided under a newer number
+                if let Some(cur) = self.store.get(Family::Ids, rec.id.as_bytes())? {
+                    if cur == num.to_be_bytes() {
+                        b.delete(Family::Ids, rec.id.as_bytes());
+                        removed_ids.push(rec.id.clone());
+                    }
+                }
+            }
+            self.store.write(b)?;
+            for (num, rec) in chunk {
+                if rec.decision.kind == DecisionKind::Unique {
+                    self.list_entries(rec, *num, false)?;
+                }
+            }
+            if let Some(j) = self.journal.as_mut() {
+                j.extend(removed_ids.into_iter().map(|id| Mutation::Delete { id }));
+            }
+        }
+        if n > 0 && self.freq.is_some() {
+            self.recount_freq()?;
+        }
+        Ok(n)
+    }
+}

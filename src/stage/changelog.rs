@@ -1,0 +1,289 @@
+//! The decider's changelog (DESIGN §6): every index mutation is produced to a compacted
+//! topic with the output it belongs to, so the RocksDB directory is a cache of that topic.
+//!
+//! - **Writing**: the index journals its mutations ([`crate::index::Mutation`]); the
+//!   decide loop attaches them to the record's output, and the record's input offset is
+//!   stored only when the output and its changelog records are acknowledged
+//!   ([`super::Extra`]). One partition: its order is the order of decisions.
+//! - **Restoring**: a decider whose index is empty (a new or lost volume), or whose last
+//!   restore was cut short (the marker file `changelog-restore` in the index directory),
+//!   reads the changelog from its start to the end seen at start before it consumes: each
+//!   document is stored under the number it had, each tombstone removes one; a document
+//!   already there is skipped, so a restore cut short starts again harmlessly. `/readyz`
+//!   reports the progress and so do `neardup_changelog_*` metrics.
+//! - **Completing**: after a crash the index may hold documents whose changelog records
+//!   were never acknowledged (at most `max-in-flight` records were on their way); a
+//!   decider that starts with an index therefore writes its last `max-in-flight` documents
+//!   again (all of them when the changelog is empty: a changelog added to a running
+//!   index). Compaction keeps the latest copy, and the numbers they carry keep the order.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use tracing::{info, warn};
+
+use super::kafka::{self, StageContext};
+use super::StageSettings;
+use crate::index::{Index, IndexError, Mutation};
+use crate::record::{self, changelog};
+use crate::telemetry::{self as tm, Health};
+
+/// The file in the index directory that marks a restore in progress.
+pub const RESTORE_MARKER: &str = "changelog-restore";
+
+/// How long a restore waits for the brokers without receiving anything before it fails.
+const STALL: Duration = Duration::from_secs(300);
+
+/// The changelog's partition 0 offsets (low, high), or `None` when the topic does not
+/// exist. More than one partition is refused: the changelog's order is the decisions'.
+fn bounds(c: &BaseConsumer, topic: &str) -> Result<Option<(i64, i64)>> {
+    let timeout = Duration::from_secs(30);
+    let md = c
+        .fetch_metadata(Some(topic), timeout)
+        .with_context(|| format!("cannot read the metadata of changelog topic {topic}"))?;
+    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+        return Ok(None);
+    };
+    if t.error().is_some() || t.partitions().is_empty() {
+        return Ok(None);
+    }
+    if t.partitions().len() != 1 {
+        bail!(
+            "changelog topic {topic} has {} partitions; it must have exactly one (its order is \
+             the order of the decisions): create it with one partition and cleanup.policy=compact",
+            t.partitions().len()
+        );
+    }
+    let (low, high) = c
+        .fetch_watermarks(topic, 0, timeout)
+        .with_context(|| format!("cannot read the offsets of changelog topic {topic}"))?;
+    Ok(Some((low, high)))
+}
+
+/// Restores the index from the changelog when it is empty or a restore was cut short;
+/// returns the documents stored (0 when nothing was restored). Blocking.
+pub(super) fn restore(
+    s: &StageSettings,
+    index: &mut Index,
+    topic: &str,
+    health: &Health,
+) -> Result<u64> {
+    let marker = s.index.join(RESTORE_MARKER);
+    let resume = marker.exists();
+    if index.next_doc() > 0 && !resume {
+        return Ok(0);
+    }
+    let c = kafka::reader(s, "restore")?;
+    let Some((low, high)) = bounds(&c, topic)? else {
+        info!(
+            topic,
+            "changelog topic does not exist yet: nothing to restore"
+        );
+        return Ok(0);
+    };
+    if high <= low {
+        let _ = std::fs::remove_file(&marker);
+        return Ok(0);
+    }
+    std::fs::write(&marker, b"a restore from the changelog is in progress\n")
+        .with_context(|| format!("cannot write {}", marker.display()))?;
+    info!(
+        topic,
+        records = high - low,
+        resume,
+        "restoring the index from the changelog"
+    );
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)?;
+    c.assign(&tpl)
+        .context("cannot assign the changelog partition")?;
+    let params_id = record::params_id(index.params());
+    let started = Instant::now();
+    let (mut read, mut stored, mut removed) = (0u64, 0u64, 0u64);
+    let mut last_progress = Instant::now();
+    let mut last_report = Instant::now();
+    let total = (high - low) as u64;
+    let report = |read: u64| {
+        let left = total.saturating_sub(read);
+        metrics::gauge!(tm::CHANGELOG_REMAINING).set(left as f64);
+        *health.restoring.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+            "restoring the index from changelog {topic}: {read} of {total} records"
+        ));
+        health.publish();
+    };
+    report(0);
+    let stop = crate::signals::stop_flag();
+    let mut next = low;
+    while next < high {
+        if stop.load(Ordering::Relaxed) {
+            return Err(IndexError::Interrupted.into());
+        }
+        let Some(m) = c.poll(Duration::from_millis(500)) else {
+            if last_progress.elapsed() > STALL {
+                bail!(
+                    "the changelog restore received nothing for {} s at offset {next} of \
+                     {high} of {topic} (brokers unreachable?); the next start resumes it",
+                    STALL.as_secs()
+                );
+            }
+            continue;
+        };
+        let m = match m {
+            Ok(m) => m,
+            Err(KafkaError::PartitionEOF(_)) => {
+                // the end seen at start is behind us when compaction removed the last ones
+                let pos = c
+                    .position()
+                    .ok()
+                    .and_then(|p| p.find_partition(topic, 0).map(|e| e.offset()));
+                if let Some(Offset::Offset(o)) = pos {
+                    next = next.max(o);
+                }
+                continue;
+            }
+            Err(e) => {
+                warn!(error = %e, "changelog restore: consume error");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        last_progress = Instant::now();
+        next = m.offset() + 1;
+        read += 1;
+        let change = changelog::decode(m.key().unwrap_or_default(), m.payload(), &params_id)
+            .map_err(|why| {
+                anyhow!(
+                    "changelog {topic} offset {}: {why}; the index cannot be restored past it",
+                    m.offset()
+                )
+            })?;
+        match change {
+            changelog::Restore::Put(num, rec) => stored += u64::from(index.restore_put(num, &rec)?),
+            changelog::Restore::Delete(id) => removed += u64::from(index.remove_id(&id)?),
+        }
+        metrics::counter!(tm::CHANGELOG_RESTORED).increment(1);
+        if last_report.elapsed() >= Duration::from_secs(1) {
+            last_report = Instant::now();
+            report(read);
+        }
+    }
+    index.flush()?;
+    std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
+    metrics::gauge!(tm::CHANGELOG_REMAINING).set(0.0);
+    *health.restoring.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    let secs = started.elapsed().as_secs_f64();
+    info!(
+        topic,
+        records = read,
+        stored,
+        removed,
+        documents = index.next_doc(),
+        seconds = secs,
+        records_per_second = read as f64 / secs.max(1e-9),
+        "index restored from the changelog"
+    );
+    Ok(stored)
+}
+
+/// Writes the index's last `max-in-flight` documents to the changelog again (all of them
+/// when the changelog is empty), and waits for the acknowledgements.
+pub(super) async fn republish(
+    s: &StageSettings,
+    index: &Index,
+    producer: &FutureProducer<StageContext>,
+    topic: &str,
+    just_restored: bool,
+) -> Result<()> {
+    if just_restored || index.next_doc() == 0 {
+        return Ok(());
+    }
+    let c = kafka::reader(s, "restore")?;
+    let t = topic.to_string();
+    let found = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
+    let empty = found.is_none_or(|(low, high)| high <= low);
+    let from = if empty {
+        0
+    } else {
+        index.next_doc().saturating_sub(s.max_in_flight as u64)
+    };
+    let params_id = record::params_id(index.params());
+    let started = Instant::now();
+    let mut next = from;
+    let mut written = 0u64;
+    loop {
+        let mut chunk: Vec<Mutation> = Vec::new();
+        index.stored_from(next, &mut |m| {
+            chunk.push(m);
+            chunk.len() < 4096
+        })?;
+        let Some(Mutation::Put { num, .. }) = chunk.last() else {
+            break;
+        };
+        next = num + 1;
+        let mut acks = Vec::with_capacity(chunk.len());
+        for m in &chunk {
+            let (key, value) = changelog::encode(m, &params_id);
+            acks.push(send(producer, topic, key, value).await?);
+        }
+        for a in acks {
+            a.await?;
+        }
+        written += chunk.len() as u64;
+    }
+    info!(
+        topic,
+        from,
+        documents = written,
+        seconds = started.elapsed().as_secs_f64(),
+        whole = empty,
+        "changelog completed with the index's latest documents"
+    );
+    Ok(())
+}
+
+/// A changelog record on its way: resolves when it is acknowledged.
+pub(super) type Ack = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>>;
+
+/// Sends one changelog record (partition 0; `None`: a tombstone).
+pub(super) async fn send(
+    producer: &FutureProducer<StageContext>,
+    topic: &str,
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+) -> Result<Ack> {
+    let fut = loop {
+        let mut rec: FutureRecord<'_, [u8], [u8]> =
+            FutureRecord::to(topic).partition(0).key(&key[..]);
+        if let Some(v) = &value {
+            rec = rec.payload(&v[..]);
+        }
+        match producer.send_result(rec) {
+            Ok(f) => break f,
+            Err((
+                KafkaError::MessageProduction(rdkafka::types::RDKafkaErrorCode::QueueFull),
+                _,
+            )) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err((e, _)) => return Err(anyhow!("cannot produce to changelog {topic}: {e}")),
+        }
+    };
+    let topic: Arc<str> = Arc::from(topic);
+    Ok(Box::pin(async move {
+        match fut.await {
+            Ok(Ok(_)) => {
+                metrics::counter!(tm::CHANGELOG_WRITTEN).increment(1);
+                Ok(())
+            }
+            Ok(Err((e, _))) => Err(anyhow!("changelog {topic} refused a record: {e}")),
+            Err(_) => Err(anyhow!("changelog {topic}: the delivery was cancelled")),
+        }
+    }))
+}

@@ -1,0 +1,71 @@
+//! The signer role's loop: each consumed page, signed on the pool, becomes a signed record
+//! for the decider (`schemas/signed.v1.schema.json`) or a dead letter, in consumption
+//! order. Nothing here keeps state: any number of signers share the input topics' group.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use tokio::sync::mpsc;
+
+use super::decide::{dead_letter, max_output_bytes, page_or_bad, Counts};
+use super::{observe, Job, Outbound, StageSettings, HEADER_SCHEMA};
+use crate::record::signed::{signature_id, Consumed, SignedRecord, SIGNED_SCHEMA};
+
+pub(super) fn sign_loop(
+    s: &StageSettings,
+    mut jobs: mpsc::Receiver<Job>,
+    out: mpsc::Sender<Outbound>,
+    counts: &mut Counts,
+) -> Result<()> {
+    let sig_id = signature_id(&s.params.signature);
+    let max_out = max_output_bytes(s);
+    let signed_t: Arc<str> = Arc::from(s.signed_topic.as_str());
+    let dead_t: Arc<str> = Arc::from(s.dead_letter_topic.as_str());
+    while let Some(job) = jobs.blocking_recv() {
+        let (payload, prepared, times, _) = job
+            .prepared
+            .blocking_recv()
+            .map_err(|_| anyhow!("a signing task was lost"))?;
+        observe("decode", times.decode);
+        let inbound = job.inbound;
+        let ob = match page_or_bad(prepared, &payload) {
+            Err(bad) => {
+                counts.dead_letter += 1;
+                dead_letter(inbound, &bad, &payload, &dead_t, max_out)
+            }
+            Ok(b) => {
+                let (page, signed) = *b;
+                observe("strip", times.strip);
+                observe("sign", times.sign);
+                let source = Consumed {
+                    topic: inbound.topic.to_string(),
+                    partition: inbound.partition,
+                    offset: inbound.offset,
+                    timestamp_ms: inbound.timestamp_ms,
+                };
+                let mut rec = SignedRecord::new(&page, &signed, &sig_id, s.keep_text, source);
+                let mut payload = serde_json::to_vec(&rec)?;
+                if payload.len() > max_out && rec.text.is_some() {
+                    // the decider's output then goes without the text, as the single
+                    // process's does when the text does not fit
+                    rec.text = None;
+                    payload = serde_json::to_vec(&rec)?;
+                }
+                counts.signed += 1;
+                Outbound {
+                    inbound,
+                    topic: Arc::clone(&signed_t),
+                    payload,
+                    headers: vec![(HEADER_SCHEMA, SIGNED_SCHEMA.to_string())],
+                    label: "signed",
+                    extra: Vec::new(),
+                }
+            }
+        };
+        if out.blocking_send(ob).is_err() {
+            // the producer stopped: its error is reported by the caller
+            return Ok(());
+        }
+    }
+    Ok(())
+}

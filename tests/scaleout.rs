@@ -1,0 +1,293 @@
+//! Scale-out against a real broker (DESIGN §6): signers (a stateless consumer group) write
+//! signed records, one decider decides them in order and writes its index mutations to a
+//! changelog. Two signers and a decider decide as `neardup dedup` does over the pages in the
+//! order the decider consumed them; a killed signer, a killed decider and a lost index
+//! directory (restored from the changelog) lose nothing, repeat byte-identically and change
+//! no later decision.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
+const SIGNED: &str = "pages-signed";
+const CHANGELOG: &str = "pages-index-changelog";
+
+fn topics(b: &Broker) {
+    b.create_topics(&[
+        ("pages", 4),
+        (SIGNED, 1),
+        (CHANGELOG, 1),
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 1),
+    ]);
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn signer(b: &Broker, dir: &Path, name: &str) -> Stage {
+    Stage::start(
+        b,
+        &dir.join(format!("{name}-unused")),
+        &dir.join(format!("{name}.log")),
+        &["--role", "signer", "--instance-id", name],
+    )
+}
+
+/// The decider, a static member as the chart makes it (the pod name of its StatefulSet).
+fn decider(b: &Broker, dir: &Path, index: &Path, log: &str) -> Stage {
+    Stage::start(
+        b,
+        index,
+        &dir.join(log),
+        &["--role", "decider", "--instance-id", "decider-0"],
+    )
+}
+
+/// The pages of the input in the order the decider consumed them: the first signed record
+/// of each id on the (one-partition) signed topic.
+fn decided_order(b: &Broker, inputs: &[Input]) -> Vec<Input> {
+    let by_id: BTreeMap<String, &Input> = inputs
+        .iter()
+        .filter_map(|r| {
+            let v: serde_json::Value = serde_json::from_slice(r.2.as_ref()?).ok()?;
+            Some((v["id"].as_str()?.to_string(), r))
+        })
+        .collect();
+    let signed = b.read(&[SIGNED], usize::MAX, Duration::from_secs(120));
+    let schema = validator("signed.v1.schema.json");
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    for o in &signed {
+        let v = o.json();
+        if let Err(e) = schema.validate(&v) {
+            panic!("signed record does not follow its schema: {e}: {v}");
+        }
+        assert_eq!(o.headers["neardup-schema"], "neardup.signed.v1");
+        let id = v["id"].as_str().unwrap().to_string();
+        if seen.insert(id.clone()) {
+            order.push((*by_id[&id]).clone());
+        }
+    }
+    order
+}
+
+/// Every changelog record follows its schema; returns the ids it stores, in order.
+fn changelog_ids(b: &Broker) -> Vec<String> {
+    let schema = validator("changelog.v1.schema.json");
+    b.read(&[CHANGELOG], usize::MAX, Duration::from_secs(120))
+        .iter()
+        .map(|o| {
+            assert!(!o.value.is_empty(), "no retention window: no tombstones");
+            let v = o.json();
+            if let Err(e) = schema.validate(&v) {
+                panic!("changelog record does not follow its schema: {e}: {v}");
+            }
+            o.key.clone().unwrap()
+        })
+        .collect()
+}
+
+fn decisions(outs: &[Out]) -> BTreeMap<String, (String, String)> {
+    outs.iter()
+        .filter(|o| o.topic != "pages-dead-letter")
+        .map(|o| decision_of(&o.json()))
+        .collect()
+}
+
+/// Pages and a few records that are not pages (dead letters from the signers).
+fn inputs(stories: u64) -> (Vec<Input>, usize) {
+    let mut records = synthetic(stories, 4);
+    let bad = [&b"not json"[..], br#"{"html":"<p>no url</p>"}"#];
+    for (i, v) in bad.iter().enumerate() {
+        records.push((i as i32, format!("bad-{i}"), Some(v.to_vec())));
+    }
+    (records, bad.len())
+}
+
+#[test]
+fn two_signers_and_a_decider_decide_as_file_mode_over_the_decided_order() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let sa = signer(&b, dir.path(), "signer-a");
+    let sb = signer(&b, dir.path(), "signer-b");
+    let d = decider(&b, dir.path(), &dir.path().join("index"), "decider.log");
+    for s in [&sa, &sb, &d] {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    wait_until(
+        Duration::from_secs(60),
+        "the signers share the input",
+        || {
+            sa.metric("neardup_assigned_partitions", "")
+                + sb.metric("neardup_assigned_partitions", "")
+                == 4.0
+        },
+    );
+    let (records, bad) = inputs(100);
+    let pages = records.len() - bad;
+    b.produce("pages", &records);
+    wait_until(Duration::from_secs(180), "every page decided", || {
+        d.metric("neardup_records_out_total", "") >= pages as f64
+    });
+    let (na, nb) = (
+        sa.metric("neardup_records_in_total", ""),
+        sb.metric("neardup_records_in_total", ""),
+    );
+    assert!(na > 0.0 && nb > 0.0, "both signers signed ({na}, {nb})");
+    assert_eq!(na + nb, records.len() as f64);
+    assert_eq!(
+        sa.metric("neardup_dead_letters_total", "") + sb.metric("neardup_dead_letters_total", ""),
+        bad as f64,
+        "bad input is a dead letter at the signer"
+    );
+
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let mut ids = ids(&records);
+    let dead: Vec<&Out> = outs
+        .iter()
+        .filter(|o| o.topic == "pages-dead-letter")
+        .collect();
+    assert_eq!(dead.len(), bad);
+    for o in &dead {
+        ids.insert(o.source());
+    }
+    let (first, repeats) = first_outputs(&outs, &ids);
+    assert_eq!(repeats, 0, "no failure: every input answered once");
+    assert_eq!(first.len(), records.len());
+    let tagged = validator("tagged.v1.schema.json");
+    for o in outs.iter().filter(|o| o.topic != "pages-dead-letter") {
+        let v = o.json();
+        assert!(tagged.is_valid(&v), "tagged record off its schema: {v}");
+        assert!(
+            v["text"].as_str().is_some_and(|t| !t.is_empty()),
+            "the text came along"
+        );
+    }
+
+    // the decisions are file mode's over the pages in the order the decider read them
+    let order = decided_order(&b, &records);
+    assert_eq!(order.len(), pages);
+    let got = decisions(&outs);
+    assert_eq!(got, file_mode(&order, dir.path()));
+    let dups = got.values().filter(|(d, _)| d == "duplicate").count();
+    assert!(dups >= 150, "the copies were found ({dups})");
+
+    // every decided page is in the changelog, in the decided order
+    let logged = changelog_ids(&b);
+    let order_ids: Vec<String> = order
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(logged, order_ids);
+}
+
+#[test]
+fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let mut sa = signer(&b, dir.path(), "signer-a");
+    let sb = signer(&b, dir.path(), "signer-b");
+    let mut d = decider(&b, dir.path(), &index, "decider-1.log");
+    for s in [&sa, &sb, &d] {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    wait_until(
+        Duration::from_secs(60),
+        "the signers share the input",
+        || {
+            sa.metric("neardup_assigned_partitions", "")
+                + sb.metric("neardup_assigned_partitions", "")
+                == 4.0
+        },
+    );
+    let (records, bad) = inputs(300);
+    let pages = records.len() - bad;
+    let (first_half, second_half) = records.split_at(records.len() / 2);
+    b.produce("pages", first_half);
+
+    // a signer killed mid-stream, restarted as the same member
+    wait_until(Duration::from_secs(120), "signing under way", || {
+        sa.metric("neardup_records_out_total", "") >= 50.0
+    });
+    sa.signal("KILL");
+    assert_eq!(sa.wait(Duration::from_secs(10)), None);
+    let sa = signer(&b, dir.path(), "signer-a");
+    sa.wait_ready(Duration::from_secs(60));
+
+    // the decider killed mid-stream, and its index directory lost with it
+    wait_until(Duration::from_secs(120), "deciding under way", || {
+        d.metric("neardup_records_out_total", "") >= 200.0
+    });
+    d.signal("KILL");
+    assert_eq!(d.wait(Duration::from_secs(10)), None);
+    let decided_before = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len();
+    assert!(
+        decided_before < pages,
+        "killed mid-stream ({decided_before} of {pages})"
+    );
+    std::fs::remove_dir_all(&index).unwrap();
+
+    // a new decider restores the index from the changelog before it consumes
+    let d2 = decider(&b, dir.path(), &index, "decider-2.log");
+    d2.wait_ready(Duration::from_secs(120));
+    let restored = d2.metric("neardup_changelog_restored_records_total", "");
+    assert!(
+        restored >= 150.0,
+        "restored from the changelog ({restored} records)"
+    );
+    let log = std::fs::read_to_string(dir.path().join("decider-2.log")).unwrap();
+    assert!(log.contains("index restored from the changelog"), "{log}");
+    b.produce("pages", second_half);
+
+    let mut ids = ids(&records);
+    wait_until(Duration::from_secs(300), "every input answered", || {
+        let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+        let answered: BTreeSet<String> = outs.iter().map(Out::source).collect();
+        answered.iter().filter(|s| ids.contains(*s)).count() >= ids.len()
+            && outs
+                .iter()
+                .filter(|o| o.topic == "pages-dead-letter")
+                .count()
+                >= bad
+    });
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+        ids.insert(o.source());
+    }
+    // nothing lost; a repeated output byte-identical to the first
+    let (first, repeats) = first_outputs(&outs, &ids);
+    eprintln!(
+        "{} inputs, {} outputs, {repeats} repeated, {restored} changelog records restored",
+        ids.len(),
+        outs.len()
+    );
+    assert!(first.len() >= records.len());
+    // and every decision, before and after the loss, is the one an uninterrupted process
+    // makes over the pages in the order the decider read them
+    let order = decided_order(&b, &records);
+    assert_eq!(order.len(), pages);
+    assert_eq!(decisions(&outs), file_mode(&order, dir.path()));
+    drop((sa, sb, d2));
+}

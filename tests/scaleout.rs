@@ -291,3 +291,87 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     assert_eq!(decisions(&outs), file_mode(&order, dir.path()));
     drop((sa, sb, d2));
 }
+
+#[test]
+fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
+    let _g = serial();
+    let b = Broker::start();
+    b.create_topics(&[("pages", 4)]);
+    let create = |extra: &[&str]| {
+        neardup()
+            .args(["topics", "create", "--brokers", &b.addr()])
+            .args(["--partitions", "3", "--replication-factor", "1"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = create(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let state = |v: &serde_json::Value, t: &str| {
+        let e = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["topic"] == t)
+            .unwrap_or_else(|| panic!("{t} in {v}"))
+            .clone();
+        (
+            e["state"].as_str().unwrap().to_string(),
+            e["partitions"].as_i64().unwrap(),
+        )
+    };
+    for (t, parts) in [
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 3),
+        (SIGNED, 1),
+        (CHANGELOG, 1),
+    ] {
+        assert_eq!(state(&v, t), ("created".to_string(), parts), "{t}");
+    }
+    // the brokers have them, with those partitions
+    let outs = b.read(
+        &[CHANGELOG, SIGNED, "pages-unique"],
+        usize::MAX,
+        Duration::from_secs(3),
+    );
+    assert!(outs.is_empty());
+    // a second run leaves them as they are
+    let again = create(&[]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(state(&v, CHANGELOG), ("exists".to_string(), 1));
+    // a changelog of several partitions would lose the order of the decisions
+    b.create_topics(&[("split-changelog", 2)]);
+    let split = create(&["--changelog-topic", "split-changelog"]);
+    assert!(!split.status.success());
+    let err = String::from_utf8_lossy(&split.stderr);
+    assert!(err.contains("exactly one"), "{err}");
+    // and so would a decider started on it
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Stage::start(
+        &b,
+        &dir.path().join("index"),
+        &dir.path().join("d.log"),
+        &[
+            "--role",
+            "decider",
+            "--changelog-topic",
+            "split-changelog",
+            "--failure-hold",
+            "0s",
+        ],
+    );
+    assert_eq!(d.wait(Duration::from_secs(60)), Some(2));
+    let log = std::fs::read_to_string(dir.path().join("d.log")).unwrap();
+    assert!(log.contains("exactly one"), "{log}");
+}

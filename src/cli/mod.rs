@@ -15,6 +15,7 @@ pub mod run;
 pub mod serve;
 pub mod sign;
 pub mod synthetic;
+pub mod topics;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,6 +57,10 @@ pub enum Command {
     /// Operate on an index directory
     #[command(subcommand)]
     Index(index::IndexCommand),
+    /// Create the topics the stage writes (outputs, signed, changelog) with the settings
+    /// its guarantees need
+    #[command(subcommand)]
+    Topics(topics::TopicsCommand),
     /// Serve POST /v1/group and GET /v1/explain/{id} (and /metrics, /healthz, /readyz) over
     /// an index another process may be writing, until SIGTERM
     Serve(serve::ServeArgs),
@@ -85,6 +90,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(a) => run::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Replay(a) => run::replay(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
+        Command::Topics(c) => topics::run(c, &file).map(|_| ExitCode::SUCCESS),
         Command::Serve(a) => serve::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Group(a) => group::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Explain(a) => explain::run(a).map(|_| ExitCode::SUCCESS),

@@ -48,7 +48,8 @@ pub struct ReplayArgs {
     pub replay: ReplayOptions,
 }
 
-fn settings(
+/// The validated stage settings of a `run` / `replay` command line and the file.
+pub fn stage_settings(
     mode: Mode,
     a: &RunArgs,
     replay: &ReplayOptions,
@@ -86,7 +87,7 @@ fn go(s: StageSettings, check: bool) -> Result<Option<StageSummary>> {
 
 /// Runs `neardup run`.
 pub fn run(a: RunArgs, file: &FileConfig) -> Result<()> {
-    let s = settings(Mode::Run, &a, &ReplayOptions::default(), file)?;
+    let s = stage_settings(Mode::Run, &a, &ReplayOptions::default(), file)?;
     if s.dry_run {
         anyhow::bail!("dry-run is a replay setting; neardup run always produces");
     }
@@ -96,7 +97,7 @@ pub fn run(a: RunArgs, file: &FileConfig) -> Result<()> {
 
 /// Runs `neardup replay` and prints its summary as JSON.
 pub fn replay(a: ReplayArgs, file: &FileConfig) -> Result<()> {
-    let s = settings(Mode::Replay, &a.run, &a.replay, file)?;
+    let s = stage_settings(Mode::Replay, &a.run, &a.replay, file)?;
     if let Some(summary) = go(s, a.run.check_config)? {
         println!("{}", serde_json::to_string(&summary)?);
     }

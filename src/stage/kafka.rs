@@ -239,6 +239,25 @@ pub fn reader(s: &StageSettings, purpose: &str) -> Result<rdkafka::consumer::Bas
     })
 }
 
+/// An admin client with the stage's brokers and client properties (security settings).
+pub fn admin(
+    s: &StageSettings,
+) -> Result<rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>> {
+    let mut c = base_config(s);
+    c.remove("statistics.interval.ms");
+    apply_user(&mut c, s);
+    for k in CONSUMER_ONLY.iter().chain(PRODUCER_ONLY) {
+        c.remove(k);
+    }
+    c.create().with_context(|| {
+        format!(
+            "cannot create the Kafka admin client (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
 const PRODUCER_ONLY: &[&str] = &[
     "linger.ms",
     "queue.buffering.max.ms",

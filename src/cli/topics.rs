@@ -1,0 +1,168 @@
+//! `neardup topics create`: the topics the stage writes, with the settings its guarantees
+//! need. The outputs (unique, duplicate, dead letters) get `--partitions`; the signed topic
+//! and the changelog get one partition (their order is the decisions' order) and the
+//! changelog `cleanup.policy=compact` (it must keep the latest state of every document, not
+//! a time window). Topics that exist are left as they are; an existing changelog with more
+//! than one partition, or one that is not compacted, is an error. The input topics are the
+//! crawler's and are not created.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use rdkafka::admin::{AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::error::RDKafkaErrorCode;
+use serde::Serialize;
+
+use super::run::{stage_settings, RunArgs};
+use crate::config::{FileConfig, ReplayOptions};
+use crate::stage::{kafka, Mode};
+
+/// `neardup topics …`.
+#[derive(Subcommand, Debug)]
+pub enum TopicsCommand {
+    /// Create the output, signed and changelog topics that do not exist yet, and check the
+    /// changelog's settings; prints a JSON summary
+    Create(CreateArgs),
+}
+
+/// Arguments of `neardup topics create`.
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub run: RunArgs,
+    /// Partitions of the output topics (unique, duplicate, dead letters)
+    #[arg(long, default_value_t = 6)]
+    pub partitions: i32,
+    /// Replication factor of every topic created
+    #[arg(long, default_value_t = 3)]
+    pub replication_factor: i32,
+}
+
+/// One topic of the summary.
+#[derive(Debug, Serialize)]
+struct TopicState {
+    topic: String,
+    /// created, or exists.
+    state: &'static str,
+    partitions: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cleanup_policy: Option<String>,
+}
+
+/// Runs `neardup topics …`.
+pub fn run(c: TopicsCommand, file: &FileConfig) -> Result<()> {
+    match c {
+        TopicsCommand::Create(a) => create(a, file),
+    }
+}
+
+fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
+    if a.partitions < 1 || a.replication_factor < 1 {
+        bail!("partitions and replication-factor must be at least 1");
+    }
+    let mut s = stage_settings(Mode::Run, &a.run, &ReplayOptions::default(), file)?;
+    // the changelog is the decider's: named as a decider names it
+    s.changelog_topic = match crate::config::kafka_options(&a.run.kafka, file)
+        .changelog_topic
+        .as_deref()
+        .map(str::trim)
+    {
+        Some("off") => None,
+        Some(t) => Some(t.to_string()),
+        None => Some("pages-index-changelog".into()),
+    };
+    let admin = kafka::admin(&s)?;
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let mut wanted: Vec<(String, i32, bool)> = vec![
+        (s.unique_topic.clone(), a.partitions, false),
+        (s.duplicate_topic.clone(), a.partitions, false),
+        (s.dead_letter_topic.clone(), a.partitions, false),
+        (s.signed_topic.clone(), 1, false),
+    ];
+    if let Some(c) = &s.changelog_topic {
+        wanted.push((c.clone(), 1, true));
+    }
+    wanted.dedup_by(|x, y| x.0 == y.0);
+    let md = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(30))
+        .context("cannot read the brokers' metadata")?;
+    let existing = |t: &str| {
+        md.topics()
+            .iter()
+            .find(|m| m.name() == t && m.error().is_none())
+            .map(|m| m.partitions().len() as i32)
+    };
+    let mut summary = Vec::new();
+    let mut new = Vec::new();
+    for (t, parts, compact) in &wanted {
+        match existing(t) {
+            Some(n) => summary.push(TopicState {
+                topic: t.clone(),
+                state: "exists",
+                partitions: n,
+                cleanup_policy: None,
+            }),
+            None => {
+                let mut nt =
+                    NewTopic::new(t, *parts, TopicReplication::Fixed(a.replication_factor));
+                if *compact {
+                    nt = nt.set("cleanup.policy", "compact");
+                }
+                new.push(nt);
+                summary.push(TopicState {
+                    topic: t.clone(),
+                    state: "created",
+                    partitions: *parts,
+                    cleanup_policy: compact.then(|| "compact".to_string()),
+                });
+            }
+        }
+    }
+    if !new.is_empty() {
+        let res = futures::executor::block_on(admin.create_topics(&new, &opts))
+            .context("cannot create the topics")?;
+        for r in res {
+            match r {
+                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+                Err((t, e)) => bail!("cannot create topic {t}: {e}"),
+            }
+        }
+    }
+    if let Some(c) = &s.changelog_topic {
+        let st = summary.iter_mut().find(|x| &x.topic == c).expect("listed");
+        if st.partitions != 1 {
+            bail!(
+                "changelog topic {c} has {} partitions; it must have exactly one (its order is \
+                 the order of the decisions): delete it, or name another with changelog-topic",
+                st.partitions
+            );
+        }
+        if st.state == "exists" {
+            let cfg = futures::executor::block_on(
+                admin.describe_configs(&[ResourceSpecifier::Topic(c)], &opts),
+            )
+            .context("cannot read the changelog topic's settings")?;
+            let policy = cfg
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.entries)
+                .find(|e| e.name == "cleanup.policy")
+                .and_then(|e| e.value);
+            if let Some(p) = &policy {
+                if !p.split(',').any(|x| x.trim() == "compact") {
+                    bail!(
+                        "changelog topic {c} has cleanup.policy={p}: it must be compact (a \
+                         time-based policy deletes documents a restore needs): alter the topic's \
+                         configuration to cleanup.policy=compact"
+                    );
+                }
+            }
+            st.cleanup_policy = policy;
+        }
+    }
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}

@@ -70,6 +70,9 @@ pub enum BenchCommand {
     /// Serving: result sets of ids through POST /v1/group, in the handler and over HTTP,
     /// cached and uncached
     Serve(super::bench_serve::BenchServeArgs),
+    /// Scale-out through a broker: one vs two signer processes, the decider fed from a
+    /// pre-filled signed topic, record sizes, restoring an index from the changelog
+    Scaleout(super::bench_scaleout::BenchScaleoutArgs),
 }
 
 #[derive(Deserialize)]
@@ -129,6 +132,11 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         }
         Some(BenchCommand::Serve(a)) => {
             super::bench_serve::run(a)?;
+            return Ok(Vec::new());
+        }
+        Some(BenchCommand::Scaleout(a)) => {
+            let r = super::bench_scaleout::run(a)?;
+            println!("{}", serde_json::to_string_pretty(&r)?);
             return Ok(Vec::new());
         }
         None => {}

@@ -67,7 +67,7 @@ pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn create_topics(brokers: &str, names: &[String], partitions: i32) -> Result<()> {
+pub(super) fn create_topics(brokers: &str, names: &[String], partitions: i32) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .create()?;
@@ -97,7 +97,7 @@ fn producer(brokers: &str) -> Result<BaseProducer> {
 }
 
 /// Produces `lines` round-robin over `partitions`, at most `rate` records per second.
-fn produce(
+pub(super) fn produce(
     brokers: &str,
     topic: &str,
     lines: &[Vec<u8>],
@@ -176,18 +176,13 @@ fn settings(
     )
 }
 
-/// Runs the stage benchmark over the corpus at `corpus`.
-pub fn run(
-    args: &super::bench::BenchArgs,
-    brokers: &str,
-    params: &IndexParams,
-    file: &FileConfig,
-) -> Result<StageBench> {
-    let limit = args.limit.unwrap_or(usize::MAX);
-    let corpus = args
-        .corpus
-        .as_deref()
-        .context("the stage benchmark needs --corpus FILE")?;
+/// The records of a corpus file that a broker can serve (at most `limit`).
+pub(super) fn load_lines(
+    corpus: &Path,
+    limit: Option<usize>,
+    max_broker_record: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let limit = limit.unwrap_or(usize::MAX);
     let mut reader = input::open(corpus)?;
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut n = 0;
@@ -201,14 +196,28 @@ pub fn run(
     // records the broker can serve: some brokers return nothing for a record over a few
     // MB, which would stall its partition (the stage's own limit is --max-record-bytes)
     let before = lines.len();
-    lines.retain(|l| l.len() <= args.max_broker_record);
+    lines.retain(|l| l.len() <= max_broker_record);
     if lines.len() < before {
         eprintln!(
-            "  left out {} records over {} bytes (--max-broker-record)",
+            "  left out {} records over {max_broker_record} bytes (--max-broker-record)",
             before - lines.len(),
-            args.max_broker_record
         );
     }
+    Ok(lines)
+}
+
+/// Runs the stage benchmark over the corpus at `corpus`.
+pub fn run(
+    args: &super::bench::BenchArgs,
+    brokers: &str,
+    params: &IndexParams,
+    file: &FileConfig,
+) -> Result<StageBench> {
+    let corpus = args
+        .corpus
+        .as_deref()
+        .context("the stage benchmark needs --corpus FILE")?;
+    let lines = load_lines(corpus, args.limit, args.max_broker_record)?;
     let megabytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as f64 / 1e6;
     let dir = tempfile::tempdir()?;
     eprintln!(

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_index;
+pub mod bench_scaleout;
 pub mod bench_serve;
 pub mod bench_stage;
 pub mod dedup;

@@ -73,6 +73,12 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
         Some(t) => Some(t.to_string()),
         None => Some("pages-index-changelog".into()),
     };
+    if a.run.check_config {
+        // validate offline, as run --check-config does: nothing connects
+        kafka::validate(&s)?;
+        println!("{}", s.redacted_json());
+        return Ok(());
+    }
     let admin = kafka::admin(&s)?;
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let mut wanted: Vec<(String, i32, bool)> = vec![

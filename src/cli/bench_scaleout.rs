@@ -1,0 +1,484 @@
+//! `neardup bench scaleout --brokers ADDR --corpus FILE`: the roles of DESIGN §6 as
+//! separate processes through a broker, on the same pages:
+//!
+//! 1. throughput of one signer process, then of two, signing the loaded input topic into a
+//!    signed topic (records per second from the first signed record to the last);
+//! 2. bytes per signed record (with and without the text) and per changelog record, against
+//!    the pages' own size;
+//! 3. the decider fed from the pre-filled signed topic: decisions per second, its CPU per
+//!    decision (and the broker's, with `--broker-pid`);
+//! 4. restore: the decider's index directory removed, a new decider restores it from the
+//!    changelog before it is ready: seconds, and seconds per million index entries.
+
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use serde::Serialize;
+
+use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce};
+use crate::dedup::{prepare, Deduplicator, PageRef, Prepared};
+use crate::index::{Index, IndexParams};
+use super::synthetic::{Generator, Synth};
+use crate::record::changelog;
+use crate::record::{Page, ValidPage};
+use crate::record::signed::{signature_id, Consumed, SignedRecord};
+
+/// Arguments of `neardup bench scaleout`.
+#[derive(Args, Debug)]
+pub struct BenchScaleoutArgs {
+    /// Bootstrap brokers (topics named neardup-scaleout-* are created)
+    #[arg(long)]
+    pub brokers: String,
+    /// Page JSONL (plain or gzip)
+    #[arg(long)]
+    pub corpus: PathBuf,
+    /// Read at most this many pages
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Partitions of the input topic
+    #[arg(long, default_value_t = 4)]
+    pub partitions: i32,
+    /// Leave out records larger than this many bytes (the broker's limit)
+    #[arg(long, default_value_t = 2_000_000)]
+    pub max_broker_record: usize,
+    /// The broker's process id, to report its CPU time per record (when it runs here)
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
+    /// Signed records of the decider's run: synthetic pages with the signature statistics of
+    /// real ones (`neardup bench index`'s generator), 20 % edited copies
+    #[arg(long, default_value_t = 200_000)]
+    pub decider_records: usize,
+}
+
+/// What the scale-out benchmark measured.
+#[derive(Debug, Serialize)]
+pub struct ScaleoutBench {
+    /// Records in the corpus.
+    pub records: usize,
+    /// Mean bytes of an input page record.
+    pub page_bytes_mean: f64,
+    /// Mean bytes of a signed record with the text.
+    pub signed_bytes_mean: f64,
+    /// Mean bytes of a signed record without the text (`--no-text`).
+    pub signed_bytes_no_text_mean: f64,
+    /// Mean bytes of a changelog record's value.
+    pub changelog_bytes_mean: f64,
+    /// One signer process: records per second.
+    pub signers_1_records_per_second: f64,
+    /// Its CPU per record, ms.
+    pub signer_cpu_ms_per_record: Option<f64>,
+    /// Two signer processes: records per second.
+    pub signers_2_records_per_second: f64,
+    /// The decider, fed from the pre-filled signed topic: decisions per second.
+    pub decider_decisions_per_second: f64,
+    /// Its CPU per decision (consume, decode, decide, produce output and changelog), ms.
+    pub decider_cpu_ms_per_decision: Option<f64>,
+    /// The broker's CPU per decision while the decider ran, ms.
+    pub broker_cpu_ms_per_decision: Option<f64>,
+    /// Index entries restored from the changelog.
+    pub restore_entries: u64,
+    /// Seconds the restore took (reading the changelog and storing the documents).
+    pub restore_seconds: f64,
+    /// The same per million entries.
+    pub restore_seconds_per_million: f64,
+}
+
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    fn stop(mut self) -> Result<()> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        bail!("{} did not stop in time", self.log.display())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn spawn(args: &[String], log: &Path) -> Result<Proc> {
+    let exe = std::env::current_exe().context("the neardup binary")?;
+    let f = std::fs::File::create(log)?;
+    let child = Command::new(exe)
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(f)
+        .spawn()
+        .context("start a neardup process")?;
+    Ok(Proc {
+        child,
+        log: log.to_path_buf(),
+    })
+}
+
+/// Records in `topics` (the sum of their end offsets).
+fn ends(c: &BaseConsumer, topics: &[String]) -> Result<i64> {
+    let mut n = 0;
+    for t in topics {
+        let md = c.fetch_metadata(Some(t), Duration::from_secs(10))?;
+        for p in md.topics()[0].partitions() {
+            n += c.fetch_watermarks(t, p.id(), Duration::from_secs(10))?.1;
+        }
+    }
+    Ok(n)
+}
+
+/// Waits until `topics` hold `target` records more than `base`; returns (records per second
+/// from the first new record to the last, seconds).
+fn rate_until(
+    c: &BaseConsumer,
+    topics: &[String],
+    base: i64,
+    target: i64,
+    procs: &mut [&mut Proc],
+) -> Result<(f64, f64)> {
+    let (mut first, mut at_first) = (None, 0);
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    loop {
+        let n = ends(c, topics)? - base;
+        if n > 0 && first.is_none() {
+            first = Some(Instant::now());
+            at_first = n;
+        }
+        if n >= target {
+            let secs = first.map_or(0.0, |f| f.elapsed().as_secs_f64()).max(1e-3);
+            return Ok(((n - at_first) as f64 / secs, secs));
+        }
+        for p in procs.iter_mut() {
+            if let Some(st) = p.child.try_wait()? {
+                bail!(
+                    "a neardup process exited ({st}); log:\n{}",
+                    std::fs::read_to_string(&p.log).unwrap_or_default()
+                );
+            }
+        }
+        if Instant::now() > deadline {
+            bail!("{n} of {target} records after an hour");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn ready(port: u16) -> bool {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s
+        .write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    buf.starts_with("HTTP/1.1 200")
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// The fields of the log line with `message` (JSON logs).
+fn log_line(log: &Path, message: &str) -> Option<serde_json::Value> {
+    let f = std::fs::File::open(log).ok()?;
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .find(|v| v["message"] == message)
+}
+
+/// Mean sizes of signed and changelog records, computed with the stage's own encoders.
+fn record_sizes(lines: &[Vec<u8>], params: &IndexParams) -> Result<(f64, f64, f64)> {
+    let mut dedup = Deduplicator::new(Index::memory(params.clone())?)?;
+    dedup.index_mut().set_journal(true);
+    let signer = dedup.signer();
+    let sig_id = signature_id(&params.signature);
+    let params_id = crate::record::params_id(params);
+    let (mut with, mut without, mut logged, mut n, mut m) = (0usize, 0usize, 0usize, 0, 0);
+    for (i, l) in lines.iter().enumerate() {
+        let Prepared::Page(b) = prepare(l, &signer, 64 << 20).0 else {
+            continue;
+        };
+        let (page, signed) = *b;
+        let source = Consumed {
+            topic: "pages".into(),
+            partition: 0,
+            offset: i as i64,
+            timestamp_ms: None,
+        };
+        let r = SignedRecord::new(&page, &signed, &sig_id, true, source.clone());
+        with += serde_json::to_vec(&r)?.len();
+        let r = SignedRecord::new(&page, &signed, &sig_id, false, source);
+        without += serde_json::to_vec(&r)?.len();
+        n += 1;
+        dedup.decide(
+            PageRef {
+                id: &page.doc_id,
+                url: &page.page.url,
+                first_seen: page.fetched_at.unwrap_or(0),
+            },
+            &signed,
+        )?;
+        for mu in dedup.index_mut().take_journal() {
+            logged += changelog::encode(&mu, &params_id).1.map_or(0, |v| v.len());
+            m += 1;
+        }
+    }
+    let mean = |a: usize, b: usize| a as f64 / b.max(1) as f64;
+    Ok((mean(with, n), mean(without, n), mean(logged, m)))
+}
+
+/// `n` signed records of synthetic pages, as JSON, in stream order.
+fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
+    let mut g = Generator::new(Synth::default());
+    let sig_id = signature_id(&params.signature);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let p = g.next_page();
+        let page = ValidPage {
+            page: Page {
+                id: Some(p.id.clone()),
+                url: p.url.clone(),
+                html: String::new(),
+                fetched_at: None,
+                headers: None,
+            },
+            doc_id: p.id,
+            fetched_at: None,
+        };
+        let source = Consumed {
+            topic: "pages".into(),
+            partition: 0,
+            offset: i as i64,
+            timestamp_ms: Some(1_795_000_000_000 + i as i64),
+        };
+        let r = SignedRecord::new(&page, &p.signed, &sig_id, false, source);
+        out.push(serde_json::to_vec(&r)?);
+    }
+    Ok(out)
+}
+
+/// Runs the benchmark.
+pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
+    let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
+    let n = lines.len();
+    let b = a.brokers.as_str();
+    let run = format!("neardup-scaleout-{}", std::process::id());
+    let t = |s: &str| format!("{run}-{s}");
+    eprintln!("neardup bench scaleout: {n} records, broker {b}");
+    let params = IndexParams::default();
+    let (signed_mean, no_text_mean, changelog_mean) = record_sizes(&lines, &params)?;
+    let page_mean = lines.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1) as f64;
+    eprintln!(
+        "  bytes per record: page {page_mean:.0}, signed {signed_mean:.0} ({no_text_mean:.0} \
+         without text), changelog {changelog_mean:.0}"
+    );
+
+    create_topics(b, &[t("in")], a.partitions)?;
+    create_topics(b, &[t("signed1"), t("signed2"), t("changelog")], 1)?;
+    create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
+    produce(b, &t("in"), &lines, a.partitions, None)?;
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", b)
+        .set("group.id", t("watch"))
+        .create()?;
+    let dir = tempfile::tempdir()?;
+    let stage = |role: &str, group: &str, extra: &[String]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "run",
+            "--role",
+            role,
+            "--brokers",
+            b,
+            "--group-id",
+            group,
+            "--input-topics",
+            &t("in"),
+            "--unique-topic",
+            &t("unique"),
+            "--duplicate-topic",
+            &t("duplicate"),
+            "--dead-letter-topic",
+            &t("dead"),
+            "--changelog-topic",
+            &t("changelog"),
+            "--log-format",
+            "json",
+            "--kafka-property",
+            "message.max.bytes=100000000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().cloned());
+        v
+    };
+
+    // 1. signers: one process, then two
+    let mut signers = Vec::new();
+    for (k, signed) in [(1, t("signed1")), (2, t("signed2"))] {
+        let base = ends(&c, &[t("dead")])?;
+        let mut procs = Vec::new();
+        for i in 0..k {
+            let args = stage(
+                "signer",
+                &t(&format!("signers{k}")),
+                &[
+                    "--signed-topic".into(),
+                    signed.clone(),
+                    "--listen".into(),
+                    "off".into(),
+                ],
+            );
+            procs.push(spawn(&args, &dir.path().join(format!("signer{k}-{i}.log")))?);
+        }
+        let cpu0: Vec<Option<f64>> = procs
+            .iter()
+            .map(|p| cpu_seconds(Some(p.child.id())))
+            .collect();
+        let mut refs: Vec<&mut Proc> = procs.iter_mut().collect();
+        let (rate, secs) = rate_until(&c, &[signed.clone(), t("dead")], base, n as i64, &mut refs)?;
+        let cpu: Option<f64> = procs
+            .iter()
+            .zip(&cpu0)
+            .map(|(p, c0)| Some(cpu_seconds(Some(p.child.id()))? - (*c0)?))
+            .sum();
+        eprintln!(
+            "  {k} signer process(es): {rate:.0} records/s ({secs:.1} s){}",
+            cpu.map_or(String::new(), |c| format!(
+                ", {:.2} ms CPU a record",
+                1000.0 * c / n as f64
+            ))
+        );
+        signers.push((rate, cpu.map(|c| 1000.0 * c / n as f64)));
+        for p in procs {
+            p.stop()?;
+        }
+    }
+
+    // 2. the decider over a pre-filled signed topic of synthetic pages
+    let synth = synthetic_signed(a.decider_records, &params)?;
+    create_topics(b, &[t("signed-synth"), t("changelog-synth")], 1)?;
+    let tp = Instant::now();
+    produce(b, &t("signed-synth"), &synth, 1, None)?;
+    eprintln!(
+        "  {} synthetic signed records loaded ({:.0} records/s)",
+        synth.len(),
+        synth.len() as f64 / tp.elapsed().as_secs_f64()
+    );
+    drop(synth);
+    let index = dir.path().join("decider-index");
+    let port = free_port()?;
+    let mut dargs = stage(
+        "decider",
+        &t("decider"),
+        &[
+            "--signed-topic".into(),
+            t("signed-synth"),
+            "--index".into(),
+            index.display().to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            // the chart's static membership: a restarted decider is the same member
+            "--instance-id".into(),
+            t("decider-0"),
+        ],
+    );
+    let at = dargs.iter().position(|x| x == "--changelog-topic").expect("set") + 1;
+    dargs[at] = t("changelog-synth");
+    let decided = a.decider_records as i64;
+    let outs = [t("unique"), t("duplicate")];
+    let base = ends(&c, &outs)?;
+    let mut d = spawn(&dargs, &dir.path().join("decider.log"))?;
+    let (cpu0, broker0) = (
+        cpu_seconds(Some(d.child.id())),
+        a.broker_pid.and_then(|p| cpu_seconds(Some(p))),
+    );
+    let (drate, dsecs) = rate_until(&c, &outs, base, decided, &mut [&mut d])?;
+    let per = |now: Option<f64>, then: Option<f64>| {
+        now.zip(then)
+            .map(|(x, y)| 1000.0 * (x - y) / decided as f64)
+    };
+    let dcpu = per(cpu_seconds(Some(d.child.id())), cpu0);
+    let bcpu = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
+    eprintln!(
+        "  the decider: {drate:.0} decisions/s ({dsecs:.1} s){}{}",
+        dcpu.map_or(String::new(), |c| format!(", {c:.2} ms CPU a decision")),
+        bcpu.map_or(String::new(), |c| format!(", the broker {c:.2} ms CPU"))
+    );
+    d.stop()?;
+
+    // 3. restore: the index lost, a new decider restores it before it is ready
+    std::fs::remove_dir_all(&index)?;
+    let log = dir.path().join("restore.log");
+    let mut r = spawn(&dargs, &log)?;
+    let started = Instant::now();
+    while !ready(port) {
+        if let Some(st) = r.child.try_wait()? {
+            bail!(
+                "the restoring decider exited ({st}); log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        if started.elapsed() > Duration::from_secs(3600) {
+            bail!("the restore took over an hour");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let fields = log_line(&log, "index restored from the changelog")
+        .context("the decider logged no restore")?;
+    let entries = fields["records"].as_u64().unwrap_or(0);
+    let secs = fields["seconds"].as_f64().unwrap_or(0.0);
+    eprintln!(
+        "  restore: {entries} changelog records in {secs:.2} s ({:.0} s a million), ready after \
+         {:.1} s",
+        secs * 1e6 / entries.max(1) as f64,
+        started.elapsed().as_secs_f64()
+    );
+    r.stop()?;
+    Ok(ScaleoutBench {
+        records: n,
+        page_bytes_mean: page_mean,
+        signed_bytes_mean: signed_mean,
+        signed_bytes_no_text_mean: no_text_mean,
+        changelog_bytes_mean: changelog_mean,
+        signers_1_records_per_second: signers[0].0,
+        signer_cpu_ms_per_record: signers[0].1,
+        signers_2_records_per_second: signers[1].0,
+        decider_decisions_per_second: drate,
+        decider_cpu_ms_per_decision: dcpu,
+        broker_cpu_ms_per_decision: bcpu,
+        restore_entries: entries,
+        restore_seconds: secs,
+        restore_seconds_per_million: secs * 1e6 / entries.max(1) as f64,
+    })
+}

@@ -6,12 +6,14 @@
 #      helm lint --strict; helm template (Kubernetes 1.30, monitoring.coreos.com/v1 available);
 #      kubernetes-validate --strict on the core objects; kubernetes-models on every object
 #      (the ServiceMonitor included); yamllint on the rendered manifest;
-#      the drift check: each StatefulSet and Job's command, arguments, environment and config
-#      file handed to `neardup run|replay --check-config` (scripts/helm_checks.py drift)
+#      the drift check: each StatefulSet, Deployment and Job's command, arguments, environment
+#      and config file handed to `neardup run|replay --check-config`, and the roles of
+#      scale-out checked against each other (scripts/helm_checks.py drift)
 #   3. every values file under helm/ci/invalid/ is rejected, with the message its
 #      "# expect:" line names
 #   4. the checks can fail: a renamed flag, config key or variable in a copy of the chart, an
-#      unknown flag in extraArgs, and an invalid ServiceMonitor are each caught
+#      unknown flag in extraArgs, signers and decider in one group or the signers on the
+#      wrong config, and an invalid ServiceMonitor are each caught
 #   5. helm package, and the packaged chart renders like the directory
 # NEARDUP_BIN (default ${CARGO_TARGET_DIR:-target}/release/neardup) is the binary of the drift
 # check; without it the script fails. Exits non-zero on any failure; prints a summary.
@@ -97,6 +99,8 @@ for v in "${variants[@]}"; do
   require=(--require StatefulSet --require ConfigMap --require Service)
   grep -q '^kind: ServiceMonitor' "$out" && require+=(--require ServiceMonitor)
   grep -q '^kind: Job' "$out" && require+=(--require Job)
+  grep -q '^kind: Deployment' "$out" && require+=(--require Deployment)
+  grep -q '^kind: HorizontalPodAutoscaler' "$out" && require+=(--require HorizontalPodAutoscaler)
   if ! node scripts/validate-crds.mjs "${require[@]}" "$out" >"$WORK/$name.models.txt"; then
     cat "$WORK/$name.models.txt"; fail "$name: kubernetes-models"; ok=0
   else
@@ -182,6 +186,15 @@ expect_drift_failure "index off the volume" "$WORK/m-index.yaml" "is not on a pe
 mutant "$WORK/m-tls" _helpers.tpl 's#ssl.ca.location=%s/ca.crt#ssl.ca.location=%s/ca.pem#'
 render "$WORK/m-tls.yaml" "$WORK/m-tls" -f helm/ci/tls-sasl.yaml || fail "render of m-tls failed"
 expect_drift_failure "ssl.ca.location without its file" "$WORK/m-tls.yaml" "ssl.ca.location=/etc/neardup/tls/ca.pem names no file"
+# Scale-out: the decider in the signers' consumer group (the templates refuse equal values,
+# so the mutant renames the group of the decider's file itself).
+mutant "$WORK/m-group" _helpers.tpl 's/"decider" .Values.scaleOut.decider.groupId -}}/"decider" .Values.scaleOut.signers.groupId -}}/'
+render "$WORK/m-group.yaml" "$WORK/m-group" -f helm/ci/scale-out.yaml || fail "render of m-group failed"
+expect_drift_failure "signers and decider in one consumer group" "$WORK/m-group.yaml" "share the consumer group"
+# Scale-out: the signers' Deployment on the single stage's config (role all).
+mutant "$WORK/m-role" signers.yaml 's/roleConfigFile" (dict "root" \$ "role" "signer")/roleConfigFile" (dict "root" $ "role" "all")/'
+render "$WORK/m-role.yaml" "$WORK/m-role" -f helm/ci/scale-out.yaml || fail "render of m-role failed"
+expect_drift_failure "signers running role all" "$WORK/m-role.yaml" "resolves role all, expected signer"
 # A flag the binary does not know, through the values (the schema cannot know every flag).
 render "$WORK/m-arg.yaml" "$CHART" --set 'extraArgs[0]=--max-inflight=8' || fail "render of m-arg failed"
 expect_drift_failure "unknown flag --max-inflight in extraArgs" "$WORK/m-arg.yaml" "unexpected argument '--max-inflight'"
@@ -219,7 +232,7 @@ else
   echo "caught: a StatefulSet with containerPort \"metrics\" (kubernetes-validate --strict)"
   nneg=$((nneg + 1))
 fi
-summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; invalid core object)")
+summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; signers and decider in one group; signers on role all; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; invalid core object)")
 
 # ---------------------------------------------------------------------------------------------
 step "helm package"

@@ -2,16 +2,21 @@
 """Checks of the Helm chart that need more than helm itself (run by scripts/check-helm.sh).
 
   helm_checks.py drift --bin NEARDUP_BIN MANIFEST
-      The chart and the binary cannot drift: for every StatefulSet and Job of a rendered
-      manifest, hand the container's command, arguments, environment and mounted files (the
-      rendered ConfigMap; dummy content for mounted Secrets) to `neardup <subcommand>
-      --check-config`, which parses and validates them without connecting anywhere. Mount
-      paths are rewritten to a temporary directory. Fails when the binary rejects the config,
-      when a NEARDUP_* variable is unknown to the subcommand (the binary would ignore it), or
-      when the resolved settings contradict the pod spec (index not on the persistent volume,
-      an ssl.*.location naming no mounted file,
-      listener not on the probed port, drain longer than the termination grace period,
-      a secret printed in clear, a replay sharing the stage's consumer group).
+      The chart and the binary cannot drift: for every StatefulSet, Deployment and Job of a
+      rendered manifest, hand the container's command, arguments, environment and mounted
+      files (the rendered ConfigMaps; dummy content for mounted Secrets) to `neardup
+      <subcommand> --check-config`, which parses and validates them without connecting
+      anywhere. Mount paths are rewritten to a temporary directory. Fails when the binary
+      rejects the config, when a NEARDUP_* variable is unknown to the subcommand (the binary
+      would ignore it), or when the resolved settings contradict the pod spec (index not on
+      the persistent volume, an ssl.*.location naming no mounted file, listener not on the
+      probed port, drain longer than the termination grace period, a secret printed in clear,
+      a replay sharing a stage's consumer group). Roles: a StatefulSet runs role all or
+      decider (static membership by pod name, a changelog, a startup probe on /healthz), a
+      Deployment runs role signer (dynamic membership, no volume); signers need exactly one
+      decider, reading the topic they write, in another consumer group. A Job running
+      `neardup topics` is skipped when the binary has no such subcommand (or it has no
+      --check-config).
 
   helm_checks.py values-doc VALUES_YAML
       Every key of values.yaml (groups included) has a comment line directly above it, except
@@ -44,6 +49,8 @@ PASS_THROUGH = {
     "podSecurityContext",
     "securityContext",
     "replay.resources",
+    "scaleOut.signers.resources",
+    "topics.resources",
 }
 
 
@@ -61,18 +68,27 @@ class DriftError(Exception):
 
 
 def known_env(bin_path, sub, cache={}):
-    """NEARDUP_* variables the binary reads for a subcommand, from its --help."""
-    if sub not in cache:
+    """NEARDUP_* variables the binary reads for a subcommand (a word or a tuple of words,
+    e.g. ("topics", "create")), from its --help."""
+    words = (sub,) if isinstance(sub, str) else tuple(sub)
+    if words not in cache:
         names = set()
-        for argv in ([bin_path, "--help"], [bin_path, sub, "--help"]):
+        for argv in ([bin_path, "--help"], [bin_path, *words, "--help"]):
             out = subprocess.run(argv, capture_output=True, text=True, env=clean_env({}))
             if out.returncode != 0:
                 raise DriftError(f"`{' '.join(argv)}` failed: {out.stderr.strip()}")
             names |= set(re.findall(r"\[env: (NEARDUP_[A-Z0-9_]+)=", out.stdout))
         if not names:
-            raise DriftError(f"`{bin_path} {sub} --help` lists no NEARDUP_* variables")
-        cache[sub] = names
-    return cache[sub]
+            raise DriftError(f"`{bin_path} {' '.join(words)} --help` lists no NEARDUP_* variables")
+        cache[words] = names
+    return cache[words]
+
+
+def help_text(bin_path, words):
+    """`neardup WORDS --help`, or None when the binary refuses it (no such subcommand)."""
+    out = subprocess.run([bin_path, *words, "--help"], capture_output=True, text=True,
+                         env=clean_env({}))
+    return out.stdout if out.returncode == 0 else None
 
 
 def clean_env(extra):
@@ -112,6 +128,10 @@ class Rewriter:
         return s[len(self.root):] if s.startswith(self.root) else s
 
 
+# The subcommand each kind of workload runs.
+WANT_SUB = {"StatefulSet": ("run",), "Deployment": ("run",), "Job": ("replay", "topics")}
+
+
 def check_workload(bin_path, obj, configmaps, stage_groups):
     kind, name = obj["kind"], obj["metadata"]["name"]
     pod = obj["spec"]["template"]["spec"]
@@ -124,12 +144,34 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
         if cmd and os.path.basename(cmd[0]) != "neardup":
             raise DriftError(f"{kind}/{name} container {c['name']}: command {cmd[0]} is not neardup")
         argv_tail = cmd[1:] + args
-        sub = next((a for a in argv_tail if a in ("run", "replay")), None)
+        sub = next((a for a in argv_tail if a in ("run", "replay", "topics")), None)
         if sub is None:
-            raise DriftError(f"{kind}/{name} container {c['name']}: no run/replay subcommand in {argv_tail}")
-        want_sub = "run" if kind == "StatefulSet" else "replay"
-        if sub != want_sub:
-            raise DriftError(f"{kind}/{name}: runs `neardup {sub}`, expected `neardup {want_sub}`")
+            raise DriftError(f"{kind}/{name} container {c['name']}: no run/replay/topics subcommand in {argv_tail}")
+        if sub not in WANT_SUB[kind]:
+            raise DriftError(f"{kind}/{name}: runs `neardup {sub}`, expected `neardup {' or '.join(WANT_SUB[kind])}`")
+        env_sub = sub
+        check_tail = argv_tail
+        if sub == "topics":
+            # `neardup topics create` takes the settings of `neardup run` (the same config file
+            # and Kafka flags) plus flags of its own: the config goes through `neardup run
+            # --check-config`, which never connects, and the Job's own flags are looked up in
+            # `neardup topics create --help`. Skipped when the binary has no such subcommand.
+            i = argv_tail.index("topics")
+            words = tuple(argv_tail[i:i + 2])
+            h = help_text(bin_path, ("topics",)) and help_text(bin_path, words)
+            if h is None:
+                print(f"drift skip: {kind}/{name}: this binary has no `neardup {' '.join(words)}`")
+                continue
+            if words != ("topics", "create"):
+                raise DriftError(f"{kind}/{name}: runs `neardup {' '.join(words)}`, expected `neardup topics create`")
+            known_flags = set(re.findall(r"(?m)^\s+(?:-[A-Za-z], )?(--[a-z0-9-]+)", h))
+            for a in argv_tail[i + 2:]:
+                if a.startswith("--") and a.split("=", 1)[0] not in known_flags:
+                    raise DriftError(
+                        f"{kind}/{name}: `neardup topics create` rejects the rendered arguments: "
+                        f"unexpected argument '{a.split('=', 1)[0]}'")
+            env_sub = words
+            check_tail = argv_tail[:i] + ["run"]
 
         tmp = tempfile.mkdtemp(prefix="neardup-drift-")
         try:
@@ -172,9 +214,10 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     raise DriftError(f"{kind}/{name}: volume {vol_name} of an unknown type")
 
             env = {}
-            known = known_env(bin_path, sub)
-            # a StatefulSet's pods are NAME-0, NAME-1, ...: the sample pod is the first
-            pod_name = f"{name}-0"
+            known = known_env(bin_path, env_sub)
+            # a StatefulSet's pods are NAME-0, NAME-1, ...: the sample pod is the first; a
+            # Deployment's get a new random suffix each time
+            pod_name = f"{name}-0" if kind == "StatefulSet" else f"{name}-5d9c7b8f4-x2x7q"
             for e in c.get("env", []):
                 field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
                 if "value" not in e and field == "metadata.name":
@@ -188,10 +231,14 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                         f"{kind}/{name}: variable {e['name']} is unknown to `neardup {sub}` "
                         "(the binary would ignore it)")
                 env[e["name"]] = rw.rewrite(str(e["value"]))
-            argv = [bin_path] + [rw.rewrite(a) for a in argv_tail] + ["--check-config"]
-            proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp,
-                                  env=clean_env(dict(env, HOME=tmp)))
-            shown = " ".join(argv_tail + ["--check-config"])
+            argv = [bin_path] + [rw.rewrite(a) for a in check_tail] + ["--check-config"]
+            try:
+                proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp,
+                                      env=clean_env(dict(env, HOME=tmp)), timeout=60)
+            except subprocess.TimeoutExpired:
+                raise DriftError(f"{kind}/{name}: `neardup {' '.join(check_tail)} --check-config` "
+                                 "did not exit within 60 s (it must not connect anywhere)")
+            shown = " ".join(check_tail + ["--check-config"])
             if proc.returncode != 0:
                 raise DriftError(
                     f"{kind}/{name}: `neardup {shown}` rejected the rendered config "
@@ -202,6 +249,12 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 s = json.loads(proc.stdout)
             except json.JSONDecodeError as e:
                 raise DriftError(f"{kind}/{name}: --check-config printed no JSON ({e}):\n{proc.stdout[:500]}")
+            if sub == "topics":
+                if s.get("role", "all") not in ("all", "decider"):
+                    raise DriftError(f"{kind}/{name}: the topics Job's config resolves role "
+                                     f"{s.get('role')}: it needs the decider's (or the stage's) topics")
+                results.append((kind, name, sub, s, None))
+                continue
 
             # The resolved settings against the pod spec.
             for key, value in (s.get("properties") or {}).items():
@@ -213,11 +266,26 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
             mode = s.get("mode")
             if mode != sub:
                 raise DriftError(f"{kind}/{name}: resolved mode {mode!r}, expected {sub!r}")
-            index = rw.back(s.get("index", ""))
-            if not any(index == p or index.startswith(p + "/") for p in persistent):
+            role = s.get("role", "all")
+            want_roles = {"StatefulSet": ("all", "decider"), "Deployment": ("signer",),
+                          "Job": ("all",)}[kind]
+            if role not in want_roles:
                 raise DriftError(
-                    f"{kind}/{name}: the index {index} is not on a persistent volume "
-                    f"(persistent mounts: {persistent or 'none'})")
+                    f"{kind}/{name}: resolves role {role}, expected {' or '.join(want_roles)}")
+            if role == "signer":
+                # a signer keeps no index, and a Deployment's pods share no volume
+                index = None
+                if persistent:
+                    raise DriftError(f"{kind}/{name}: a signer mounts persistent volumes {persistent}")
+            else:
+                index = rw.back(s.get("index", ""))
+                if not any(index == p or index.startswith(p + "/") for p in persistent):
+                    raise DriftError(
+                        f"{kind}/{name}: the index {index} is not on a persistent volume "
+                        f"(persistent mounts: {persistent or 'none'})")
+            if role == "decider" and not s.get("changelog_topic"):
+                raise DriftError(
+                    f"{kind}/{name}: the decider has no changelog: a lost volume could not be restored")
             grace = float(s.get("grace_period", 0))
             tgps = pod.get("terminationGracePeriodSeconds", 30)
             if not grace < tgps:
@@ -226,13 +294,17 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     f"terminationGracePeriodSeconds {tgps}")
             listen = s.get("listen")
             ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
-            if kind == "StatefulSet":
+            if kind in ("StatefulSet", "Deployment"):
                 if not listen:
                     raise DriftError(f"{kind}/{name}: the stage has no HTTP listener; probes would fail")
                 port = int(str(listen).rsplit(":", 1)[1])
                 if port not in ports.values():
                     raise DriftError(f"{kind}/{name}: listener port {port} is not a container port {ports}")
-                for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+                probes = [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]
+                if role == "decider":
+                    # a restore from the changelog takes minutes: liveness waits for startup
+                    probes.append(("startupProbe", "/healthz"))
+                for probe, path in probes:
                     hg = (c.get(probe) or {}).get("httpGet")
                     if not hg or hg.get("path") != path:
                         raise DriftError(f"{kind}/{name}: {probe} does not GET {path}")
@@ -242,12 +314,18 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                         raise DriftError(f"{kind}/{name}: {probe} probes port {pp}, the stage listens on {port}")
                 if s.get("dry_run"):
                     raise DriftError(f"{kind}/{name}: the stage resolves dry_run=true")
-                # static membership from the pod name: a restarted pod is the same member
                 m = s.get("membership")
-                if m != {"membership": "static", "instance-id": pod_name}:
+                if kind == "StatefulSet":
+                    # static membership from the pod name: a restarted pod is the same member
+                    if m != {"membership": "static", "instance-id": pod_name}:
+                        raise DriftError(
+                            f"{kind}/{name}: group membership resolves to {m}, expected static with "
+                            f"the pod name {pod_name} as instance id")
+                elif m != {"membership": "dynamic"}:
+                    # a Deployment's pod names do not last: a fixed id would be shared by all
+                    # its pods, a persisted one needs a volume
                     raise DriftError(
-                        f"{kind}/{name}: group membership resolves to {m}, expected static with "
-                        f"the pod name {pod_name} as instance id")
+                        f"{kind}/{name}: group membership resolves to {m}, expected dynamic")
                 stage_groups.add(s.get("group_id"))
             results.append((kind, name, sub, s, index))
         finally:
@@ -255,24 +333,72 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
     return results
 
 
+def check_roles(stages):
+    """The roles of the rendered stage workloads fit together: at most one StatefulSet; signers
+    only with a decider, which reads the topic they write, each in a group of its own."""
+    sets = [(n, s) for k, n, s in stages if k == "StatefulSet"]
+    signers = [(n, s) for k, n, s in stages if s.get("role") == "signer"]
+    deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
+    if len(sets) > 1:
+        raise DriftError(f"{len(sets)} StatefulSets: one index is held by one StatefulSet")
+    if signers and len(deciders) != 1:
+        raise DriftError(f"{len(signers)} signer workload(s) but {len(deciders)} decider(s): "
+                         "signers need exactly one decider")
+    if deciders and not signers:
+        raise DriftError(f"StatefulSet/{deciders[0][0]}: a decider without signers decides nothing")
+    for dn, d in deciders:
+        if d.get("input_topics") != [d.get("signed_topic")]:
+            raise DriftError(f"StatefulSet/{dn}: the decider reads {d.get('input_topics')}, "
+                             f"not its signed topic {d.get('signed_topic')}")
+        for sn, s in signers:
+            if s.get("signed_topic") != d.get("signed_topic"):
+                raise DriftError(f"Deployment/{sn} writes signed pages to {s.get('signed_topic')}, "
+                                 f"StatefulSet/{dn} reads {d.get('signed_topic')}")
+            if s.get("group_id") == d.get("group_id"):
+                raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} share the consumer group "
+                                 f"{s.get('group_id')}: signers and decider need groups of their own")
+            for key in ("dead_letter_topic", "brokers"):
+                if s.get(key) != d.get(key):
+                    raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} disagree on {key}: "
+                                     f"{s.get(key)} and {d.get(key)}")
+            if (s.get("params") or {}).get("signature") != (d.get("params") or {}).get("signature"):
+                raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} have other signature "
+                                 "settings: the decider would refuse the signed pages")
+        print(f"drift ok: roles: {len(signers)} signer workload(s) write {d.get('signed_topic')}, "
+              f"StatefulSet/{dn} decides it (group {d.get('group_id')}, changelog "
+              f"{d.get('changelog_topic')})")
+
+
 def cmd_drift(a):
     a.bin = os.path.abspath(a.bin)
     docs = load_docs(a.manifest)
     configmaps = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"}
-    # StatefulSets first, so their consumer groups are known when the Jobs are checked.
-    workloads = sorted((d for d in docs if d.get("kind") in ("StatefulSet", "Job")),
-                       key=lambda d: d["kind"] != "StatefulSet")
+    # StatefulSets and Deployments first, so their consumer groups are known when the Jobs
+    # are checked.
+    order = {"StatefulSet": 0, "Deployment": 1, "Job": 2}
+    workloads = sorted((d for d in docs if d.get("kind") in order), key=lambda d: order[d["kind"]])
     if not workloads:
-        print(f"drift: no StatefulSet or Job in {a.manifest}", file=sys.stderr)
+        print(f"drift: no StatefulSet, Deployment or Job in {a.manifest}", file=sys.stderr)
         return 1
     stage_groups = set()
+    stages = []  # (kind, name, settings) of the StatefulSets and Deployments
     try:
         for w in workloads:
             for kind, name, sub, s, index in check_workload(a.bin, w, configmaps, stage_groups):
-                if kind == "Job" and s.get("group_id") in stage_groups:
+                if kind == "Job" and sub == "replay" and s.get("group_id") in stage_groups:
                     raise DriftError(f"Job/{name}: the replay uses the stage's consumer group {s['group_id']}")
+                if kind != "Job":
+                    stages.append((kind, name, s))
+                where = f"index {index} on its volume" if index else "no index"
+                role = f"role {s['role']}, " if s.get("role") else ""
+                if sub == "topics":
+                    print(f"drift ok: {kind}/{name}: `neardup run --check-config` accepts its config "
+                          f"({role}changelog {s.get('changelog_topic')}), `neardup topics create --help` "
+                          "its flags")
+                    continue
                 print(f"drift ok: {kind}/{name}: `neardup {sub} --check-config` accepts it "
-                      f"(group {s.get('group_id')}, index {index} on its volume)")
+                      f"({role}group {s.get('group_id')}, {where})")
+        check_roles(stages)
     except DriftError as e:
         print(f"drift FAIL: {e}", file=sys.stderr)
         return 1

@@ -57,6 +57,22 @@ app.kubernetes.io/component: stage
 {{- end -}}
 
 {{/*
+Selector labels of the signer pods (scale-out).
+*/}}
+{{- define "neardup.signerSelectorLabels" -}}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/component: signer
+{{- end -}}
+
+{{/*
+Name of the signers' Deployment, and of their Service, PodDisruptionBudget and
+HorizontalPodAutoscaler (scale-out).
+*/}}
+{{- define "neardup.signerName" -}}
+{{- printf "%s-signer" (include "neardup.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
 Name of the ServiceAccount of the pods.
 */}}
 {{- define "neardup.serviceAccountName" -}}
@@ -153,10 +169,24 @@ then the locations of the mounted TLS material.
 
 {{/*
 The config file of the stage and of the replay (the same TOML file the binary reads with
---config). Validated by `neardup run --check-config` in scripts/check-helm.sh.
+--config): role all, one process signing and deciding. Validated by
+`neardup run --check-config` in scripts/check-helm.sh.
 */}}
 {{- define "neardup.config" -}}
-# neardup config, rendered by the chart {{ include "neardup.chart" . }} from its values.
+{{ include "neardup.roleConfig" (dict "root" . "role" "all") }}
+{{- end -}}
+
+{{/*
+The config file of one role, from (dict "root" $ "role" ROLE): "all" (the single stage and
+the replay: neardup.toml), "signer" or "decider" (scale-out: signer.toml, decider.toml). The
+signers get no index and no [serve] (they keep no index); the decider no input topics (it
+reads the signed topic) but the changelog. Each role has its own consumer group.
+*/}}
+{{- define "neardup.roleConfig" -}}
+{{- $role := .role -}}
+{{- with .root -}}
+{{- $groups := dict "all" .Values.kafka.groupId "signer" .Values.scaleOut.signers.groupId "decider" .Values.scaleOut.decider.groupId -}}
+# neardup config{{ if eq $role "signer" }} of the signers{{ else if eq $role "decider" }} of the decider{{ end }}, rendered by the chart {{ include "neardup.chart" . }} from its values.
 [signature]
 {{- include "neardup.tomlKeys" (omit .Values.config.signature "stopwords") }}
 {{- if .Values.config.signature.stopwords }}
@@ -168,11 +198,19 @@ stopwords-file = {{ printf "%s/stopwords.txt" (include "neardup.configDir" .) | 
 
 [kafka]
 brokers = {{ .Values.kafka.brokers | toJson }}
-group-id = {{ .Values.kafka.groupId | toJson }}
+group-id = {{ get $groups $role | toJson }}
+{{- if ne $role "decider" }}
 input-topics = {{ .Values.kafka.inputTopics | toJson }}
+{{- end }}
 unique-topic = {{ .Values.kafka.uniqueTopic | toJson }}
 duplicate-topic = {{ .Values.kafka.duplicateTopic | toJson }}
 dead-letter-topic = {{ .Values.kafka.deadLetterTopic | toJson }}
+{{- if ne $role "all" }}
+signed-topic = {{ .Values.kafka.signedTopic | toJson }}
+{{- end }}
+{{- if eq $role "decider" }}
+changelog-topic = {{ .Values.kafka.changelogTopic | toJson }}
+{{- end }}
 {{- $props := include "neardup.kafkaProperties" . | fromJsonArray }}
 {{- if $props }}
 kafka-property = [
@@ -186,17 +224,67 @@ kafka-properties-file = {{ include "neardup.kafkaPropertiesFile" . | toJson }}
 {{- end }}
 
 [stage]
+{{- if ne $role "all" }}
+role = {{ $role | toJson }}
+{{- end }}
+{{- if ne $role "signer" }}
 index = {{ include "neardup.indexDir" . | toJson }}
+{{- end }}
 listen = {{ printf "0.0.0.0:%d" (int .Values.containerPort) | toJson }}
 grace-period = {{ printf "%ds" (int .Values.gracePeriodSeconds) | toJson }}
 {{- include "neardup.tomlKeys" (omit .Values.config.stage "jobs") }}
 {{- if gt (int .Values.config.stage.jobs) 0 }}
 jobs = {{ int .Values.config.stage.jobs }}
 {{- end }}
+{{- if ne $role "signer" }}
 
 [serve]
 {{- include "neardup.tomlKeys" .Values.config.serve }}
+{{- end }}
 {{ end -}}
+{{- end -}}
+
+{{/*
+Path of a role's config file in the container: neardup.toml for role all, signer.toml and
+decider.toml in scale-out.
+*/}}
+{{- define "neardup.roleConfigFile" -}}
+{{- printf "%s/%s.toml" (include "neardup.configDir" .root) (eq .role "all" | ternary "neardup" .role) -}}
+{{- end -}}
+
+{{/*
+The data of the ConfigMap: neardup.toml (the single stage, the replay), in scale-out
+signer.toml and decider.toml, and the stopwords.
+*/}}
+{{- define "neardup.configMapData" -}}
+neardup.toml: |
+  {{- regexReplaceAll "(?m)^ +$" (include "neardup.config" . | nindent 2) "" }}
+{{- if .Values.scaleOut.enabled }}
+{{- range $role := list "signer" "decider" }}
+{{ $role }}.toml: |
+  {{- regexReplaceAll "(?m)^ +$" (include "neardup.roleConfig" (dict "root" $ "role" $role) | nindent 2) "" }}
+{{- end }}
+{{- end }}
+{{- with .Values.config.signature.stopwords }}
+stopwords.txt: |
+  {{- range . }}
+  {{ . }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Checksum of what a role's pods read from the ConfigMap, for the annotation that rolls them on
+a change: the whole ConfigMap for role all (as before scale-out), the role's own file and the
+stopwords otherwise (a change of the signers' settings does not restart the decider).
+*/}}
+{{- define "neardup.configChecksum" -}}
+{{- if eq .role "all" -}}
+{{- include (print .root.Template.BasePath "/configmap.yaml") .root | sha256sum -}}
+{{- else -}}
+{{- list (include "neardup.roleConfig" .) .root.Values.config.signature.stopwords | toJson | sha256sum -}}
+{{- end -}}
+{{- end -}}
 
 {{/*
 Volumes of the config, the credentials and the TLS material, shared by the stage and the
@@ -206,6 +294,14 @@ replay pods. Secret volumes list their items, so only the named keys are mounted
 - name: config
   configMap:
     name: {{ include "neardup.configMapName" . }}
+{{ include "neardup.secretVolumes" . }}
+{{- end -}}
+
+{{/*
+The writable /tmp and the Secret volumes (without the config), for neardup.configVolumes and
+the topics Job, which mounts a ConfigMap of its own.
+*/}}
+{{- define "neardup.secretVolumes" -}}
 - name: tmp
   emptyDir:
     sizeLimit: {{ .Values.tmpSizeLimit }}
@@ -303,6 +399,51 @@ Checks of values the schema cannot express.
 {{- end -}}
 {{- if and .Values.replay.enabled (eq .Values.replay.groupId .Values.kafka.groupId) -}}
 {{- fail "replay.groupId must differ from kafka.groupId: a replay must not move the stage's offsets" -}}
+{{- end -}}
+{{- with .Values.scaleOut -}}
+{{- if .enabled -}}
+{{- if eq .signers.groupId .decider.groupId -}}
+{{- fail "scaleOut.signers.groupId and scaleOut.decider.groupId must differ: the signers consume the input topics and the decider the signed topic, each in a group of its own" -}}
+{{- end -}}
+{{- $kafka := $.Values.kafka -}}
+{{- if has $kafka.signedTopic $kafka.inputTopics -}}
+{{- fail (printf "kafka.signedTopic %s is also in kafka.inputTopics: the signers would read their own output" $kafka.signedTopic) -}}
+{{- end -}}
+{{- if has $kafka.changelogTopic $kafka.inputTopics -}}
+{{- fail (printf "kafka.changelogTopic %s is also in kafka.inputTopics" $kafka.changelogTopic) -}}
+{{- end -}}
+{{- if eq $kafka.signedTopic $kafka.changelogTopic -}}
+{{- fail "kafka.signedTopic and kafka.changelogTopic must differ" -}}
+{{- end -}}
+{{- range $out := list $kafka.uniqueTopic $kafka.duplicateTopic $kafka.deadLetterTopic -}}
+{{- if eq $out $kafka.signedTopic -}}
+{{- fail (printf "kafka.signedTopic %s is also an output topic" $out) -}}
+{{- end -}}
+{{- if eq $out $kafka.changelogTopic -}}
+{{- fail (printf "kafka.changelogTopic %s is also an output topic: the changelog needs a topic of its own" $out) -}}
+{{- end -}}
+{{- end -}}
+{{- with .signers.autoscaling -}}
+{{- if .enabled -}}
+{{- if gt (int .minReplicas) (int .maxReplicas) -}}
+{{- fail "scaleOut.signers.autoscaling.minReplicas must not exceed maxReplicas" -}}
+{{- end -}}
+{{- if not (dig "requests" "cpu" "" $.Values.scaleOut.signers.resources) -}}
+{{- fail "scaleOut.signers.autoscaling scales on CPU utilization: set scaleOut.signers.resources.requests.cpu" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $.Values.replay -}}
+{{- if .enabled -}}
+{{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId) -}}
+{{- fail "replay.groupId must differ from the signers' and the decider's groups: a replay must not move the stage's offsets" -}}
+{{- end -}}
+{{- if and (eq .index.existingClaim (printf "index-%s-0" (include "neardup.statefulSetName" $))) (not .dryRun) -}}
+{{- fail "replay.index.existingClaim is the decider's claim: a replay writes no changelog, so the decider's index and its changelog would disagree (to rebuild the decider's index, delete its claim: it is restored from the changelog)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

@@ -22,12 +22,12 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
 use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce};
+use super::synthetic::{Generator, Synth};
 use crate::dedup::{prepare, Deduplicator, PageRef, Prepared};
 use crate::index::{Index, IndexParams};
-use super::synthetic::{Generator, Synth};
 use crate::record::changelog;
-use crate::record::{Page, ValidPage};
 use crate::record::signed::{signature_id, Consumed, SignedRecord};
+use crate::record::{Page, ValidPage};
 
 /// Arguments of `neardup bench scaleout`.
 #[derive(Args, Debug)]
@@ -73,6 +73,8 @@ pub struct ScaleoutBench {
     pub signers_1_records_per_second: f64,
     /// Its CPU per record, ms.
     pub signer_cpu_ms_per_record: Option<f64>,
+    /// The broker's CPU per record while one signer ran, ms.
+    pub broker_cpu_ms_per_signed_record: Option<f64>,
     /// Two signer processes: records per second.
     pub signers_2_records_per_second: f64,
     /// The decider, fed from the pre-filled signed topic: decisions per second.
@@ -189,8 +191,7 @@ fn ready(port: u16) -> bool {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s
-        .write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    if s.write_all(b"GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .is_err()
     {
         return false;
@@ -359,27 +360,37 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
                     "off".into(),
                 ],
             );
-            procs.push(spawn(&args, &dir.path().join(format!("signer{k}-{i}.log")))?);
+            procs.push(spawn(
+                &args,
+                &dir.path().join(format!("signer{k}-{i}.log")),
+            )?);
         }
         let cpu0: Vec<Option<f64>> = procs
             .iter()
             .map(|p| cpu_seconds(Some(p.child.id())))
             .collect();
+        let broker0 = a.broker_pid.and_then(|p| cpu_seconds(Some(p)));
         let mut refs: Vec<&mut Proc> = procs.iter_mut().collect();
         let (rate, secs) = rate_until(&c, &[signed.clone(), t("dead")], base, n as i64, &mut refs)?;
+        let broker = a
+            .broker_pid
+            .and_then(|p| cpu_seconds(Some(p)))
+            .zip(broker0)
+            .map(|(x, y)| 1000.0 * (x - y) / n as f64);
         let cpu: Option<f64> = procs
             .iter()
             .zip(&cpu0)
             .map(|(p, c0)| Some(cpu_seconds(Some(p.child.id()))? - (*c0)?))
             .sum();
         eprintln!(
-            "  {k} signer process(es): {rate:.0} records/s ({secs:.1} s){}",
+            "  {k} signer process(es): {rate:.0} records/s ({secs:.1} s){}{}",
             cpu.map_or(String::new(), |c| format!(
                 ", {:.2} ms CPU a record",
                 1000.0 * c / n as f64
-            ))
+            )),
+            broker.map_or(String::new(), |c| format!(", the broker {c:.2} ms CPU"))
         );
-        signers.push((rate, cpu.map(|c| 1000.0 * c / n as f64)));
+        signers.push((rate, cpu.map(|c| 1000.0 * c / n as f64), broker));
         for p in procs {
             p.stop()?;
         }
@@ -413,7 +424,11 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
             t("decider-0"),
         ],
     );
-    let at = dargs.iter().position(|x| x == "--changelog-topic").expect("set") + 1;
+    let at = dargs
+        .iter()
+        .position(|x| x == "--changelog-topic")
+        .expect("set")
+        + 1;
     dargs[at] = t("changelog-synth");
     let decided = a.decider_records as i64;
     let outs = [t("unique"), t("duplicate")];
@@ -473,6 +488,7 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         changelog_bytes_mean: changelog_mean,
         signers_1_records_per_second: signers[0].0,
         signer_cpu_ms_per_record: signers[0].1,
+        broker_cpu_ms_per_signed_record: signers[0].2,
         signers_2_records_per_second: signers[1].0,
         decider_decisions_per_second: drate,
         decider_cpu_ms_per_decision: dcpu,

@@ -73,6 +73,9 @@ pub enum BenchCommand {
     /// Scale-out through a broker: one vs two signer processes, the decider fed from a
     /// pre-filled signed topic, record sizes, restoring an index from the changelog
     Scaleout(super::bench_scaleout::BenchScaleoutArgs),
+    /// A simulation of the sharded decider: S shards each probing the pages they own, an
+    /// aggregator deciding; checks the decisions against one decider and projects the rate
+    Shards(super::bench_shards::BenchShardsArgs),
 }
 
 #[derive(Deserialize)]
@@ -132,6 +135,10 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         }
         Some(BenchCommand::Serve(a)) => {
             super::bench_serve::run(a)?;
+            return Ok(Vec::new());
+        }
+        Some(BenchCommand::Shards(a)) => {
+            super::bench_shards::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Scaleout(a)) => {

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_index;
 pub mod bench_scaleout;
 pub mod bench_serve;
+pub mod bench_shards;
 pub mod bench_stage;
 pub mod dedup;
 pub mod eval;

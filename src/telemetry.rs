@@ -47,6 +47,9 @@ pub const KAFKA_ERRORS: &str = "neardup_kafka_errors_total";
 pub const READY: &str = "neardup_ready";
 /// Gauge: 1 after a fatal error (the stage stops consuming and drains).
 pub const FAILED: &str = "neardup_failed";
+/// Histogram, labels `hop` (broker, decide, produce, end_to_end): seconds per record of
+/// each hop (see the stage's summary).
+pub const HOP_SECONDS: &str = "neardup_hop_duration_seconds";
 /// Counter: index mutations read from the changelog while restoring the index.
 pub const CHANGELOG_RESTORED: &str = "neardup_changelog_restored_records_total";
 /// Gauge: changelog records still to read before the restored index is complete (0 when
@@ -89,6 +92,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "Records consumed and not yet acknowledged.",
     ),
     (INDEX_DOCUMENTS, "gauge", "Documents in the index."),
+    (
+        HOP_SECONDS,
+        "histogram",
+        "Seconds per record of each hop: broker, decide, produce, end_to_end.",
+    ),
     (
         CHANGELOG_RESTORED,
         "counter",

@@ -21,7 +21,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
-use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce};
+use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce, settings};
+use crate::config::Role;
+use crate::stage::{self, Mode};
 use super::synthetic::{Generator, Synth};
 use crate::dedup::{prepare, Deduplicator, PageRef, Prepared};
 use crate::index::{Index, IndexParams};
@@ -89,6 +91,14 @@ pub struct ScaleoutBench {
     pub restore_seconds: f64,
     /// The same per million entries.
     pub restore_seconds_per_million: f64,
+    /// The latency run's feed: 80 % of one signer's rate, pages a second.
+    pub latency_feed_records_per_second: f64,
+    /// The signer's time per hop in that run (end_to_end: input timestamp → signed record
+    /// acknowledged).
+    pub signer_hops: std::collections::BTreeMap<String, stage::HopTimes>,
+    /// The decider's (broker: the signed record's wait; end_to_end: the page's input
+    /// timestamp → output acknowledged, the whole path).
+    pub decider_hops: std::collections::BTreeMap<String, stage::HopTimes>,
 }
 
 struct Proc {
@@ -396,6 +406,7 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         }
     }
 
+    let valid = ends(&c, &[t("signed1")])?;
     // 2. the decider over a pre-filled signed topic of synthetic pages
     let synth = synthetic_signed(a.decider_records, &params)?;
     create_topics(b, &[t("signed-synth"), t("changelog-synth")], 1)?;
@@ -480,6 +491,54 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         started.elapsed().as_secs_f64()
     );
     r.stop()?;
+
+    // 4. latency: signer and decider fed at 80 % of the one signer's rate (both roles in
+    //    this process, each with its own runtime and clients, as two processes would be)
+    let lr = t("lat");
+    let lt = |s: &str| format!("{lr}-{s}");
+    create_topics(b, &[lt("in")], a.partitions)?;
+    create_topics(b, &[lt("signed"), lt("changelog")], 1)?;
+    create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
+    let mut ss = settings(
+        Mode::Run,
+        Role::Signer,
+        b,
+        &lr,
+        &dir.path().join("lat-signer"),
+        &params,
+        &[],
+    )?;
+    ss.stop_after = Some(n as u64);
+    let mut sd = settings(
+        Mode::Run,
+        Role::Decider,
+        b,
+        &lr,
+        &dir.path().join("lat-index"),
+        &params,
+        &[],
+    )?;
+    sd.stop_after = Some(valid as u64);
+    let hs = std::thread::spawn(move || stage::run(ss));
+    let hd = std::thread::spawn(move || stage::run(sd));
+    // let both join their groups before feeding
+    std::thread::sleep(Duration::from_secs(6));
+    let feed = 0.8 * signers[0].0;
+    produce(b, &lt("in"), &lines, a.partitions, Some(feed))?;
+    let join = |h: std::thread::JoinHandle<Result<stage::StageSummary>>| {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?
+    };
+    let (sig_sum, dec_sum) = (join(hs)?, join(hd)?);
+    let show = |who: &str, h: &std::collections::BTreeMap<String, stage::HopTimes>| {
+        let parts: Vec<String> = h
+            .iter()
+            .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
+            .collect();
+        eprintln!("  {who} at {feed:.0} pages/s, p50/p99 ms: {}", parts.join(", "));
+    };
+    show("signer", &sig_sum.hops);
+    show("decider", &dec_sum.hops);
     Ok(ScaleoutBench {
         records: n,
         page_bytes_mean: page_mean,
@@ -496,5 +555,8 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         restore_entries: entries,
         restore_seconds: secs,
         restore_seconds_per_million: secs * 1e6 / entries.max(1) as f64,
+        latency_feed_records_per_second: feed,
+        signer_hops: sig_sum.hops,
+        decider_hops: dec_sum.hops,
     })
 }

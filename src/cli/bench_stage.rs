@@ -13,7 +13,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde::Serialize;
 
 use super::input;
-use crate::config::{DedupOptions, FileConfig, KafkaOptions, ReplayOptions, StageOptions};
+use crate::config::{DedupOptions, FileConfig, KafkaOptions, ReplayOptions, Role, StageOptions};
 use crate::index::IndexParams;
 use crate::stage::{self, Mode, StageSettings};
 
@@ -50,6 +50,8 @@ pub struct StageBench {
     pub latency_p99_ms: f64,
     /// Longest, ms.
     pub latency_max_ms: f64,
+    /// That run's time per hop (broker, decide, produce, end to end).
+    pub latency_hops: std::collections::BTreeMap<String, crate::stage::HopTimes>,
 }
 
 /// CPU seconds (user + system, all threads) a process has used so far: this process when
@@ -86,12 +88,14 @@ pub(super) fn create_topics(brokers: &str, names: &[String], partitions: i32) ->
     Ok(())
 }
 
-fn producer(brokers: &str) -> Result<BaseProducer> {
+/// The loading producer: large batches to load a topic fast, or, feeding at a rate (a
+/// latency run), the batching of a crawler that sends each page when it has it.
+fn producer(brokers: &str, feeding: bool) -> Result<BaseProducer> {
     Ok(ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
         .set("message.max.bytes", "100000000")
-        .set("linger.ms", "100")
+        .set("linger.ms", if feeding { "5" } else { "100" })
         .set("batch.size", "16000000")
         .create()?)
 }
@@ -104,7 +108,7 @@ pub(super) fn produce(
     partitions: i32,
     rate: Option<f64>,
 ) -> Result<()> {
-    let p = producer(brokers)?;
+    let p = producer(brokers, rate.is_some())?;
     let started = Instant::now();
     for (i, l) in lines.iter().enumerate() {
         if let Some(r) = rate {
@@ -133,8 +137,9 @@ pub(super) fn produce(
     Ok(())
 }
 
-fn settings(
+pub(super) fn settings(
     mode: Mode,
+    role: Role,
     brokers: &str,
     run: &str,
     index: &Path,
@@ -143,14 +148,14 @@ fn settings(
 ) -> Result<StageSettings> {
     let kafka = KafkaOptions {
         brokers: Some(brokers.to_string()),
-        group_id: Some(format!("{run}-{mode:?}")),
+        group_id: Some(format!("{run}-{mode:?}-{}", role.as_str())),
         instance_id: None,
         input_topics: Some(vec![format!("{run}-in")]),
         unique_topic: Some(format!("{run}-unique")),
         duplicate_topic: Some(format!("{run}-duplicate")),
         dead_letter_topic: Some(format!("{run}-dead")),
         signed_topic: Some(format!("{run}-signed")),
-        changelog_topic: None,
+        changelog_topic: (role == Role::Decider).then(|| format!("{run}-changelog")),
         kafka_property: Some(
             ["fetch.wait.max.ms=50", "message.max.bytes=100000000"]
                 .iter()
@@ -164,6 +169,7 @@ fn settings(
         index: Some(index.to_path_buf()),
         listen: Some("off".into()),
         no_text: Some(false),
+        role: Some(role),
         ..Default::default()
     };
     StageSettings::resolve(
@@ -273,6 +279,7 @@ pub fn run(
     eprintln!("  loaded the input topic: {produce_rate:.0} records/s");
     let s = settings(
         Mode::Replay,
+        Role::All,
         brokers,
         &run_id,
         &dir.path().join("stage-index"),
@@ -315,6 +322,7 @@ pub fn run(
     create_topics(brokers, &topics2, partitions)?;
     let mut s2 = settings(
         Mode::Run,
+        Role::All,
         brokers,
         &run2,
         &dir.path().join("lat-index"),
@@ -349,5 +357,6 @@ pub fn run(
         latency_p50_ms: lat.latency_p50_ms,
         latency_p99_ms: lat.latency_p99_ms,
         latency_max_ms: lat.latency_max_ms,
+        latency_hops: lat.hops,
     })
 }

@@ -106,13 +106,13 @@ impl SignedRecord {
     }
 
     /// Decodes a signed record: the page as the decider sees it (the fetch time falls back
-    /// to the input record's timestamp, as the single process does), its signatures, and
-    /// whether the text came along. Anything else is a bad record
+    /// to the input record's timestamp, as the single process does), its signatures,
+    /// whether the text came along, and the input record's timestamp (ms). Anything else is a bad record
     /// ([`BadReason::BadSignedRecord`], [`BadReason::SignatureMismatch`]).
     pub fn decode(
         bytes: &[u8],
         want_signature_id: &str,
-    ) -> Result<(ValidPage, Signed, bool), BadRecord> {
+    ) -> Result<(ValidPage, Signed, bool, Option<i64>), BadRecord> {
         let bad = |detail: String| BadRecord {
             reason: BadReason::BadSignedRecord,
             detail,
@@ -157,6 +157,7 @@ impl SignedRecord {
             })?),
         };
         let has_text = r.text.is_some();
+        let origin_ms = r.source.timestamp_ms;
         let page = ValidPage {
             page: Page {
                 id: Some(r.id.clone()),
@@ -179,7 +180,7 @@ impl SignedRecord {
             family: r.family,
             template: r.template,
         };
-        Ok((page, signed, has_text))
+        Ok((page, signed, has_text, origin_ms))
     }
 }
 
@@ -229,8 +230,9 @@ mod tests {
         assert!(signed.sigs.set_len() > 5);
         let rec = SignedRecord::new(&page, &signed, &id, true, source());
         let bytes = serde_json::to_vec(&rec).unwrap();
-        let (p, s, has_text) = SignedRecord::decode(&bytes, &id).unwrap();
+        let (p, s, has_text, origin) = SignedRecord::decode(&bytes, &id).unwrap();
         assert!(has_text);
+        assert_eq!(origin, Some(1_795_162_000_000));
         assert_eq!(p.doc_id, "p1");
         assert_eq!(p.page.url, page.page.url);
         assert_eq!(p.page.fetched_at, page.page.fetched_at);
@@ -247,7 +249,7 @@ mod tests {
         bare.page.fetched_at = None;
         bare.fetched_at = None;
         let rec = SignedRecord::new(&bare, &signed, &id, false, source());
-        let (p, _, has_text) =
+        let (p, _, has_text, _) =
             SignedRecord::decode(&serde_json::to_vec(&rec).unwrap(), &id).unwrap();
         assert!(!has_text);
         assert_eq!(p.fetched_at, Some(1_795_162_000));

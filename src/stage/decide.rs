@@ -74,6 +74,7 @@ pub(super) fn dead_letter(
         offset: inbound.offset,
     };
     let dl = DeadLetter::fitting(bad, src, payload, max_out);
+    let origin_ms = inbound.timestamp_ms;
     Outbound {
         inbound,
         topic: Arc::clone(dead_t),
@@ -85,6 +86,8 @@ pub(super) fn dead_letter(
         ],
         label: "dead_letter",
         extra: Vec::new(),
+        decided: Instant::now(),
+        origin_ms,
     }
 }
 
@@ -108,7 +111,13 @@ pub(super) fn decide_loop(
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
     while let Some(job) = jobs.blocking_recv() {
-        let (payload, prepared, times, has_text) = job
+        let super::PrepOutput {
+            payload,
+            prepared,
+            times,
+            has_text,
+            origin_ms,
+        } = job
             .prepared
             .blocking_recv()
             .map_err(|_| anyhow!("a signing task was lost"))?;
@@ -183,6 +192,8 @@ pub(super) fn decide_loop(
                     headers,
                     label,
                     extra: Vec::new(),
+                    decided: Instant::now(),
+                    origin_ms,
                 }
             }
         };

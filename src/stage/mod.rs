@@ -113,6 +113,23 @@ pub struct StageSummary {
     pub latency_p99_ms: f64,
     /// Longest such time, ms.
     pub latency_max_ms: f64,
+    /// Where the time went, per hop: record (consumed → acknowledged), broker (the input
+    /// record's timestamp → consumed), decide (consumed → decided or signed), produce
+    /// (decided → acknowledged), end_to_end (the input record's timestamp → acknowledged;
+    /// for a decider, the timestamp of the page its signer read).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub hops: BTreeMap<String, HopTimes>,
+}
+
+/// Quantiles of one hop's time.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct HopTimes {
+    /// Median, ms.
+    pub p50_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Longest, ms.
+    pub max_ms: f64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -127,6 +144,8 @@ struct Inbound {
     key: Option<Vec<u8>>,
     timestamp_ms: Option<i64>,
     consumed: Instant,
+    /// Time from the record's timestamp to its consumption (the broker's share).
+    broker_wait: Option<Duration>,
     /// The first bytes of the record (for a dead letter if its output is refused).
     head: Vec<u8>,
     /// The record's size.
@@ -155,9 +174,19 @@ impl Drop for InFlight {
 /// Bytes of the original kept for a dead letter written when an output is refused.
 const HEAD_BYTES: usize = 64 * 1024;
 
-/// The record's bytes, the page, where the time went, and whether the page has its text
-/// (a signed record may come without it).
-type PrepOutput = (Vec<u8>, Prepared, PrepareTimes, bool);
+/// A record decoded (and signed) on the pool.
+struct PrepOutput {
+    /// The record's bytes.
+    payload: Vec<u8>,
+    /// The page, or why there is none.
+    prepared: Prepared,
+    /// Where the time went.
+    times: PrepareTimes,
+    /// The page has its text (a signed record may come without it).
+    has_text: bool,
+    /// The input record's timestamp, ms (a signed record carries its input's).
+    origin_ms: Option<i64>,
+}
 
 struct Job {
     inbound: Inbound,
@@ -174,6 +203,10 @@ struct Outbound {
     /// Records produced with it, before it (the changelog records of its index mutations):
     /// the input offset is stored once all of them are acknowledged too.
     extra: Vec<Extra>,
+    /// When it was decided (or signed).
+    decided: Instant,
+    /// The input record's timestamp, ms, for the end-to-end time.
+    origin_ms: Option<i64>,
 }
 
 /// A record produced along with an output: key and value (`None`: a tombstone).
@@ -196,6 +229,13 @@ pub fn run(settings: StageSettings) -> Result<StageSummary> {
     // 30 s each) must not hold the exit: everything that matters was awaited above
     rt.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// Time since a Unix timestamp in ms (none for a timestamp in the future or absent).
+fn since_ms(ms: Option<i64>) -> Option<Duration> {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_millis() as i64;
+    let d = now - ms?;
+    (d >= 0).then(|| Duration::from_millis(d as u64))
 }
 
 fn now_secs() -> i64 {
@@ -467,6 +507,7 @@ async fn stage(
                 key: m.key().map(<[u8]>::to_vec),
                 timestamp_ms: m.timestamp().to_millis(),
                 consumed: Instant::now(),
+                broker_wait: since_ms(m.timestamp().to_millis()),
                 head: value[..value.len().min(HEAD_BYTES)].to_vec(),
                 len: value.len(),
                 _permit: InFlight::new(permit),
@@ -476,29 +517,42 @@ async fn stage(
             let (tx, rx) = oneshot::channel();
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
             let signed_by = (s.role == Role::Decider).then(|| Arc::clone(&signature_id));
+            let timestamp_ms = inbound.timestamp_ms;
             pool.spawn(move || {
                 let out = match signed_by {
                     // the decider reads pages a signer signed
                     Some(want) => {
                         let started = Instant::now();
                         let p = SignedRecord::decode(&payload, &want);
-                        let t = PrepareTimes {
+                        let times = PrepareTimes {
                             decode: started.elapsed(),
                             ..Default::default()
                         };
-                        match p {
-                            Ok((page, signed, has_text)) => (
-                                payload,
+                        let (prepared, has_text, origin_ms) = match p {
+                            Ok((page, signed, text, origin)) => (
                                 Prepared::Page(Box::new((page, signed))),
-                                t,
-                                has_text,
+                                text,
+                                origin.or(timestamp_ms),
                             ),
-                            Err(bad) => (payload, Prepared::Bad(bad), t, false),
+                            Err(bad) => (Prepared::Bad(bad), false, timestamp_ms),
+                        };
+                        PrepOutput {
+                            payload,
+                            prepared,
+                            times,
+                            has_text,
+                            origin_ms,
                         }
                     }
                     None => {
-                        let (p, t) = prepare(&payload, &signer, max);
-                        (payload, p, t, true)
+                        let (prepared, times) = prepare(&payload, &signer, max);
+                        PrepOutput {
+                            payload,
+                            prepared,
+                            times,
+                            has_text: true,
+                            origin_ms: timestamp_ms,
+                        }
                     }
                 };
                 let _ = tx.send(out);
@@ -551,9 +605,21 @@ async fn stage(
         }
         Ok(Err(e)) => failure = Some(e),
         Ok(Ok(((produced, mut lat), (dedup, counts, decided)))) => {
-            summary.latency_p50_ms = lat.quantile_ms(0.5);
-            summary.latency_p99_ms = lat.quantile_ms(0.99);
-            summary.latency_max_ms = lat.max * 1000.0;
+            summary.latency_p50_ms = lat.record.quantile_ms(0.5);
+            summary.latency_p99_ms = lat.record.quantile_ms(0.99);
+            summary.latency_max_ms = lat.record.max * 1000.0;
+            for (name, l) in lat.all() {
+                if l.seen > 0 {
+                    summary.hops.insert(
+                        name.to_string(),
+                        HopTimes {
+                            p50_ms: l.quantile_ms(0.5),
+                            p99_ms: l.quantile_ms(0.99),
+                            max_ms: l.max * 1000.0,
+                        },
+                    );
+                }
+            }
             summary.unique = counts.unique;
             summary.duplicate = counts.duplicate;
             summary.skipped = counts.skipped;

@@ -23,14 +23,59 @@ use crate::telemetry::{self as tm, Health};
 /// A uniform sample of per-record latencies (reservoir of at most `CAP` values).
 #[derive(Default)]
 pub(super) struct Latencies {
-    seen: u64,
+    pub(super) seen: u64,
     sample: Vec<f32>,
     pub(super) max: f64,
     rng: u64,
 }
 
+/// Where a record's time went, each a sample (the stage's summary reports them).
+pub(super) struct Hops {
+    /// Consumed → output acknowledged.
+    pub(super) record: Latencies,
+    /// The input record's timestamp → consumed (the broker's share: producing, storing,
+    /// fetching, and the time the record waited in its partition).
+    pub(super) broker: Latencies,
+    /// Consumed → decided (or signed): queueing, decoding, stripping, signing, deciding.
+    pub(super) decide: Latencies,
+    /// Decided → acknowledged (the output and its changelog records).
+    pub(super) produce: Latencies,
+    /// The input record's timestamp (a signed record carries its page's) → acknowledged.
+    pub(super) end_to_end: Latencies,
+}
+
+impl Hops {
+    fn new() -> Hops {
+        Hops {
+            record: Latencies::new(1),
+            broker: Latencies::new(2),
+            decide: Latencies::new(3),
+            produce: Latencies::new(4),
+            end_to_end: Latencies::new(5),
+        }
+    }
+
+    /// Each hop's name and sample.
+    pub(super) fn all(&mut self) -> [(&'static str, &mut Latencies); 5] {
+        [
+            ("record", &mut self.record),
+            ("broker", &mut self.broker),
+            ("decide", &mut self.decide),
+            ("produce", &mut self.produce),
+            ("end_to_end", &mut self.end_to_end),
+        ]
+    }
+}
+
 impl Latencies {
     const CAP: usize = 100_000;
+
+    fn new(seed: u64) -> Latencies {
+        Latencies {
+            rng: 0x9E37_79B9_7F4A_7C15 ^ seed,
+            ..Default::default()
+        }
+    }
 
     fn add(&mut self, secs: f64) {
         self.seen += 1;
@@ -69,11 +114,8 @@ pub(super) async fn produce_loop(
     max_pending: usize,
     health: Arc<Health>,
     dry_run: bool,
-) -> (Result<u64>, Latencies) {
-    let mut lat = Latencies {
-        rng: 0x9E37_79B9_7F4A_7C15,
-        ..Default::default()
-    };
+) -> (Result<u64>, Hops) {
+    let mut lat = Hops::new();
     let r = produce_inner(
         producer,
         dead_topic,
@@ -97,7 +139,7 @@ async fn produce_inner(
     max_pending: usize,
     health: Arc<Health>,
     dry_run: bool,
-    lat: &mut Latencies,
+    lat: &mut Hops,
 ) -> Result<u64> {
     type Ack = (
         Result<(), KafkaError>,
@@ -157,7 +199,18 @@ async fn produce_inner(
                 observe("produce", sent.elapsed());
                 let took = ob.inbound.consumed.elapsed().as_secs_f64();
                 metrics::histogram!(tm::RECORD_SECONDS).record(took);
-                lat.add(took);
+                lat.record.add(took);
+                let hop = |name: &'static str, l: &mut Latencies, d: Option<f64>| {
+                    if let Some(d) = d {
+                        l.add(d);
+                        metrics::histogram!(tm::HOP_SECONDS, "hop" => name).record(d);
+                    }
+                };
+                let i = &ob.inbound;
+                hop("broker", &mut lat.broker, i.broker_wait.map(|d| d.as_secs_f64()));
+                hop("decide", &mut lat.decide, Some(ob.decided.saturating_duration_since(i.consumed).as_secs_f64()));
+                hop("produce", &mut lat.produce, Some(ob.decided.elapsed().as_secs_f64()));
+                hop("end_to_end", &mut lat.end_to_end, super::since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
                 let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
                 metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
                     .increment(1);
@@ -263,6 +316,8 @@ fn fallback(ob: Outbound, dead_topic: Arc<str>, e: &KafkaError) -> Outbound {
         ],
         label: "output_too_large",
         extra: Vec::new(),
+        decided: ob.decided,
+        origin_ms: ob.origin_ms,
         inbound: ob.inbound,
     }
 }

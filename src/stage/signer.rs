@@ -22,7 +22,12 @@ pub(super) fn sign_loop(
     let signed_t: Arc<str> = Arc::from(s.signed_topic.as_str());
     let dead_t: Arc<str> = Arc::from(s.dead_letter_topic.as_str());
     while let Some(job) = jobs.blocking_recv() {
-        let (payload, prepared, times, _) = job
+        let super::PrepOutput {
+            payload,
+            prepared,
+            times,
+            ..
+        } = job
             .prepared
             .blocking_recv()
             .map_err(|_| anyhow!("a signing task was lost"))?;
@@ -37,6 +42,7 @@ pub(super) fn sign_loop(
                 let (page, signed) = *b;
                 observe("strip", times.strip);
                 observe("sign", times.sign);
+                let inbound_ts = inbound.timestamp_ms;
                 let source = Consumed {
                     topic: inbound.topic.to_string(),
                     partition: inbound.partition,
@@ -59,6 +65,8 @@ pub(super) fn sign_loop(
                     headers: vec![(HEADER_SCHEMA, SIGNED_SCHEMA.to_string())],
                     label: "signed",
                     extra: Vec::new(),
+                    decided: std::time::Instant::now(),
+                    origin_ms: inbound_ts,
                 }
             }
         };

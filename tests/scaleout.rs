@@ -224,8 +224,10 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     );
     let (records, bad) = inputs(300);
     let pages = records.len() - bad;
-    let (first_half, second_half) = records.split_at(records.len() / 2);
-    b.produce("pages", first_half);
+    let third = records.len() / 3;
+    let (first, rest) = records.split_at(third);
+    let (second, last) = rest.split_at(third);
+    b.produce("pages", first);
 
     // a signer killed mid-stream, restarted as the same member
     wait_until(Duration::from_secs(120), "signing under way", || {
@@ -236,9 +238,25 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     let sa = signer(&b, dir.path(), "signer-a");
     sa.wait_ready(Duration::from_secs(60));
 
-    // the decider killed mid-stream, and its index directory lost with it
+    // the decider killed mid-stream; restarted on the same volume, it completes the
+    // changelog with its latest documents and goes on
     wait_until(Duration::from_secs(120), "deciding under way", || {
-        d.metric("neardup_records_out_total", "") >= 200.0
+        d.metric("neardup_records_out_total", "") >= 150.0
+    });
+    d.signal("KILL");
+    assert_eq!(d.wait(Duration::from_secs(10)), None);
+    let mut d = decider(&b, dir.path(), &index, "decider-2.log");
+    d.wait_ready(Duration::from_secs(120));
+    let log = std::fs::read_to_string(dir.path().join("decider-2.log")).unwrap();
+    assert!(
+        log.contains("changelog completed with the index's latest documents"),
+        "{log}"
+    );
+    b.produce("pages", second);
+
+    // killed again, and its index directory lost with it
+    wait_until(Duration::from_secs(120), "deciding under way again", || {
+        d.metric("neardup_records_out_total", "") >= 100.0
     });
     d.signal("KILL");
     assert_eq!(d.wait(Duration::from_secs(10)), None);
@@ -250,16 +268,16 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     std::fs::remove_dir_all(&index).unwrap();
 
     // a new decider restores the index from the changelog before it consumes
-    let d2 = decider(&b, dir.path(), &index, "decider-2.log");
+    let d2 = decider(&b, dir.path(), &index, "decider-3.log");
     d2.wait_ready(Duration::from_secs(120));
     let restored = d2.metric("neardup_changelog_restored_records_total", "");
     assert!(
-        restored >= 150.0,
+        restored >= 250.0,
         "restored from the changelog ({restored} records)"
     );
-    let log = std::fs::read_to_string(dir.path().join("decider-2.log")).unwrap();
+    let log = std::fs::read_to_string(dir.path().join("decider-3.log")).unwrap();
     assert!(log.contains("index restored from the changelog"), "{log}");
-    b.produce("pages", second_half);
+    b.produce("pages", last);
 
     let mut ids = ids(&records);
     wait_until(Duration::from_secs(300), "every input answered", || {

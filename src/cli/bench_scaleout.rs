@@ -22,14 +22,14 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
 use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce, settings};
-use crate::config::Role;
-use crate::stage::{self, Mode};
 use super::synthetic::{Generator, Synth};
+use crate::config::Role;
 use crate::dedup::{prepare, Deduplicator, PageRef, Prepared};
 use crate::index::{Index, IndexParams};
 use crate::record::changelog;
 use crate::record::signed::{signature_id, Consumed, SignedRecord};
 use crate::record::{Page, ValidPage};
+use crate::stage::{self, Mode};
 
 /// Arguments of `neardup bench scaleout`.
 #[derive(Args, Debug)]
@@ -535,7 +535,10 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
             .iter()
             .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
             .collect();
-        eprintln!("  {who} at {feed:.0} pages/s, p50/p99 ms: {}", parts.join(", "));
+        eprintln!(
+            "  {who} at {feed:.0} pages/s, p50/p99 ms: {}",
+            parts.join(", ")
+        );
     };
     show("signer", &sig_sum.hops);
     show("decider", &dec_sum.hops);

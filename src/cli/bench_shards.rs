@@ -244,3 +244,30 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sharded decider decides every page as one decider does, whatever the number of
+    /// shards, and finds the copies.
+    #[test]
+    fn shards_decide_as_one_decider() {
+        let a = BenchShardsArgs {
+            docs: 4000,
+            shards: vec![],
+            copy_rate: 0.3,
+            seed: 5,
+        };
+        for s in [1, 3, 7] {
+            let r = run_one(&a, s, &IndexParams::default()).unwrap();
+            assert_eq!(r.differing, 0, "{s} shards");
+            assert!(
+                r.duplicates > 800,
+                "{s} shards: {} duplicates",
+                r.duplicates
+            );
+            assert!(r.votes_per_page > 0.0);
+        }
+    }
+}

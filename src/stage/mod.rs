@@ -233,7 +233,10 @@ pub fn run(settings: StageSettings) -> Result<StageSummary> {
 
 /// Time since a Unix timestamp in ms (none for a timestamp in the future or absent).
 fn since_ms(ms: Option<i64>) -> Option<Duration> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_millis() as i64;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_millis() as i64;
     let d = now - ms?;
     (d >= 0).then(|| Duration::from_millis(d as u64))
 }

@@ -28,14 +28,6 @@ fn decisions(outs: &[Out]) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn validator(name: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schemas")
-        .join(name);
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
-
 /// Checks every output against its schema and its headers against its value.
 fn check_outputs(outs: &[Out]) {
     let tagged = validator("tagged.v1.schema.json");

@@ -28,14 +28,6 @@ fn topics(b: &Broker) {
     ]);
 }
 
-fn validator(name: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schemas")
-        .join(name);
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).unwrap()
-}
-
 fn signer(b: &Broker, dir: &Path, name: &str) -> Stage {
     Stage::start(
         b,
@@ -53,6 +45,26 @@ fn decider(b: &Broker, dir: &Path, index: &Path, log: &str) -> Stage {
         &dir.join(log),
         &["--role", "decider", "--instance-id", "decider-0"],
     )
+}
+
+/// Two signers and a decider, ready, the signers sharing the input's four partitions.
+fn roles(b: &Broker, dir: &Path, index: &Path) -> (Stage, Stage, Stage) {
+    let sa = signer(b, dir, "signer-a");
+    let sb = signer(b, dir, "signer-b");
+    let d = decider(b, dir, index, "decider-1.log");
+    for s in [&sa, &sb, &d] {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    wait_until(
+        Duration::from_secs(60),
+        "the signers share the input",
+        || {
+            sa.metric("neardup_assigned_partitions", "")
+                + sb.metric("neardup_assigned_partitions", "")
+                == 4.0
+        },
+    );
+    (sa, sb, d)
 }
 
 /// The pages of the input in the order the decider consumed them: the first signed record
@@ -122,21 +134,7 @@ fn two_signers_and_a_decider_decide_as_file_mode_over_the_decided_order() {
     let b = Broker::start();
     topics(&b);
     let dir = tempfile::tempdir().unwrap();
-    let sa = signer(&b, dir.path(), "signer-a");
-    let sb = signer(&b, dir.path(), "signer-b");
-    let d = decider(&b, dir.path(), &dir.path().join("index"), "decider.log");
-    for s in [&sa, &sb, &d] {
-        s.wait_ready(Duration::from_secs(60));
-    }
-    wait_until(
-        Duration::from_secs(60),
-        "the signers share the input",
-        || {
-            sa.metric("neardup_assigned_partitions", "")
-                + sb.metric("neardup_assigned_partitions", "")
-                == 4.0
-        },
-    );
+    let (sa, sb, d) = roles(&b, dir.path(), &dir.path().join("index"));
     let (records, bad) = inputs(100);
     let pages = records.len() - bad;
     b.produce("pages", &records);
@@ -207,21 +205,7 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     topics(&b);
     let dir = tempfile::tempdir().unwrap();
     let index = dir.path().join("index");
-    let mut sa = signer(&b, dir.path(), "signer-a");
-    let sb = signer(&b, dir.path(), "signer-b");
-    let mut d = decider(&b, dir.path(), &index, "decider-1.log");
-    for s in [&sa, &sb, &d] {
-        s.wait_ready(Duration::from_secs(60));
-    }
-    wait_until(
-        Duration::from_secs(60),
-        "the signers share the input",
-        || {
-            sa.metric("neardup_assigned_partitions", "")
-                + sb.metric("neardup_assigned_partitions", "")
-                == 4.0
-        },
-    );
+    let (mut sa, sb, mut d) = roles(&b, dir.path(), &index);
     let (records, bad) = inputs(300);
     let pages = records.len() - bad;
     let third = records.len() / 3;
@@ -392,4 +376,24 @@ fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
     assert_eq!(d.wait(Duration::from_secs(60)), Some(2));
     let log = std::fs::read_to_string(dir.path().join("d.log")).unwrap();
     assert!(log.contains("exactly one"), "{log}");
+    // and a missing one: the brokers would create it with their defaults
+    let mut d = Stage::start(
+        &b,
+        &dir.path().join("index-2"),
+        &dir.path().join("d2.log"),
+        &[
+            "--role",
+            "decider",
+            "--changelog-topic",
+            "no-such-changelog",
+            "--failure-hold",
+            "0s",
+        ],
+    );
+    assert_eq!(d.wait(Duration::from_secs(60)), Some(2));
+    let log = std::fs::read_to_string(dir.path().join("d2.log")).unwrap();
+    assert!(
+        log.contains("does not exist") && log.contains("topics create"),
+        "{log}"
+    );
 }

@@ -41,18 +41,27 @@ pub const RESTORE_MARKER: &str = "changelog-restore";
 /// How long a restore waits for the brokers without receiving anything before it fails.
 const STALL: Duration = Duration::from_secs(300);
 
-/// The changelog's partition 0 offsets (low, high), or `None` when the topic does not
-/// exist. More than one partition is refused: the changelog's order is the decisions'.
-fn bounds(c: &BaseConsumer, topic: &str) -> Result<Option<(i64, i64)>> {
+/// The changelog's partition 0 offsets (low, high). A topic that does not exist is refused
+/// (one the brokers would create on the first write would have their default partitions
+/// and retention), and so is one of more than one partition: its order is the decisions'.
+fn bounds(c: &BaseConsumer, topic: &str) -> Result<(i64, i64)> {
     let timeout = Duration::from_secs(30);
     let md = c
         .fetch_metadata(Some(topic), timeout)
         .with_context(|| format!("cannot read the metadata of changelog topic {topic}"))?;
-    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
-        return Ok(None);
+    let missing = || {
+        anyhow!(
+            "changelog topic {topic} does not exist: create it with one partition and \
+             cleanup.policy=compact (neardup topics create does), or set changelog-topic off"
+        )
     };
+    let t = md
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .ok_or_else(missing)?;
     if t.error().is_some() || t.partitions().is_empty() {
-        return Ok(None);
+        return Err(missing());
     }
     if t.partitions().len() != 1 {
         bail!(
@@ -64,7 +73,7 @@ fn bounds(c: &BaseConsumer, topic: &str) -> Result<Option<(i64, i64)>> {
     let (low, high) = c
         .fetch_watermarks(topic, 0, timeout)
         .with_context(|| format!("cannot read the offsets of changelog topic {topic}"))?;
-    Ok(Some((low, high)))
+    Ok((low, high))
 }
 
 /// Restores the index from the changelog when it is empty or a restore was cut short;
@@ -81,13 +90,7 @@ pub(super) fn restore(
         return Ok(0);
     }
     let c = kafka::reader(s, "restore")?;
-    let Some((low, high)) = bounds(&c, topic)? else {
-        info!(
-            topic,
-            "changelog topic does not exist yet: nothing to restore"
-        );
-        return Ok(0);
-    };
+    let (low, high) = bounds(&c, topic)?;
     if high <= low {
         let _ = std::fs::remove_file(&marker);
         return Ok(0);
@@ -206,8 +209,8 @@ pub(super) async fn republish(
     }
     let c = kafka::reader(s, "restore")?;
     let t = topic.to_string();
-    let found = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
-    let empty = found.is_none_or(|(low, high)| high <= low);
+    let (low, high) = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
+    let empty = high <= low;
     let from = if empty {
         0
     } else {

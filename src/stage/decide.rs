@@ -40,8 +40,59 @@ pub(super) fn max_output_bytes(s: &StageSettings) -> usize {
     limit.saturating_sub(64 * 1024).max(16 * 1024)
 }
 
+/// A job's page, prepared on the pool.
+pub(super) struct Taken {
+    pub(super) inbound: super::Inbound,
+    pub(super) page: crate::record::ValidPage,
+    pub(super) signed: crate::signature::Signed,
+    /// The page has its text.
+    pub(super) has_text: bool,
+    /// The input record's timestamp, ms.
+    pub(super) origin_ms: Option<i64>,
+}
+
+/// The next job's page once the pool prepared it (the times observed), or the dead letter
+/// of a record that has none.
+pub(super) fn take(
+    job: Job,
+    dead_t: &Arc<str>,
+    max_out: usize,
+    counts: &mut Counts,
+) -> Result<Result<Taken, Outbound>> {
+    let super::PrepOutput {
+        payload,
+        prepared,
+        times,
+        has_text,
+        origin_ms,
+    } = job
+        .prepared
+        .blocking_recv()
+        .map_err(|_| anyhow!("a signing task was lost"))?;
+    observe("decode", times.decode);
+    let inbound = job.inbound;
+    Ok(match page_or_bad(prepared, &payload) {
+        Err(bad) => {
+            counts.dead_letter += 1;
+            Err(dead_letter(inbound, &bad, &payload, dead_t, max_out))
+        }
+        Ok(b) => {
+            let (page, signed) = *b;
+            observe("strip", times.strip);
+            observe("sign", times.sign);
+            Ok(Taken {
+                inbound,
+                page,
+                signed,
+                has_text,
+                origin_ms,
+            })
+        }
+    })
+}
+
 /// The page of a prepared record, or why there is none.
-pub(super) fn page_or_bad(
+fn page_or_bad(
     prepared: Prepared,
     payload: &[u8],
 ) -> Result<Box<(crate::record::ValidPage, crate::signature::Signed)>, BadRecord> {
@@ -111,27 +162,15 @@ pub(super) fn decide_loop(
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
     while let Some(job) = jobs.blocking_recv() {
-        let super::PrepOutput {
-            payload,
-            prepared,
-            times,
-            has_text,
-            origin_ms,
-        } = job
-            .prepared
-            .blocking_recv()
-            .map_err(|_| anyhow!("a signing task was lost"))?;
-        observe("decode", times.decode);
-        let inbound = job.inbound;
-        let ob = match page_or_bad(prepared, &payload) {
-            Err(bad) => {
-                counts.dead_letter += 1;
-                dead_letter(inbound, &bad, &payload, &dead_t, max_out)
-            }
-            Ok(b) => {
-                let (page, signed) = *b;
-                observe("strip", times.strip);
-                observe("sign", times.sign);
+        let ob = match take(job, &dead_t, max_out, counts)? {
+            Err(dead) => dead,
+            Ok(Taken {
+                inbound,
+                page,
+                signed,
+                has_text,
+                origin_ms,
+            }) => {
                 let first_seen = page
                     .fetched_at
                     .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))

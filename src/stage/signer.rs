@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use tokio::sync::mpsc;
 
-use super::decide::{dead_letter, max_output_bytes, page_or_bad, Counts};
-use super::{observe, Job, Outbound, StageSettings, HEADER_SCHEMA};
+use super::decide::{max_output_bytes, take, Counts, Taken};
+use super::{Job, Outbound, StageSettings, HEADER_SCHEMA};
 use crate::record::signed::{signature_id, Consumed, SignedRecord, SIGNED_SCHEMA};
 
 pub(super) fn sign_loop(
@@ -22,26 +22,14 @@ pub(super) fn sign_loop(
     let signed_t: Arc<str> = Arc::from(s.signed_topic.as_str());
     let dead_t: Arc<str> = Arc::from(s.dead_letter_topic.as_str());
     while let Some(job) = jobs.blocking_recv() {
-        let super::PrepOutput {
-            payload,
-            prepared,
-            times,
-            ..
-        } = job
-            .prepared
-            .blocking_recv()
-            .map_err(|_| anyhow!("a signing task was lost"))?;
-        observe("decode", times.decode);
-        let inbound = job.inbound;
-        let ob = match page_or_bad(prepared, &payload) {
-            Err(bad) => {
-                counts.dead_letter += 1;
-                dead_letter(inbound, &bad, &payload, &dead_t, max_out)
-            }
-            Ok(b) => {
-                let (page, signed) = *b;
-                observe("strip", times.strip);
-                observe("sign", times.sign);
+        let ob = match take(job, &dead_t, max_out, counts)? {
+            Err(dead) => dead,
+            Ok(Taken {
+                inbound,
+                page,
+                signed,
+                ..
+            }) => {
                 let inbound_ts = inbound.timestamp_ms;
                 let source = Consumed {
                     topic: inbound.topic.to_string(),

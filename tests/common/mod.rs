@@ -798,6 +798,15 @@ pub fn broker_with_topics() -> Broker {
     b
 }
 
+/// The validator of `schemas/NAME`.
+pub fn validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(name);
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
 /// A number from the environment, or the default (the longer variants of the tests raise
 /// them).
 pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {

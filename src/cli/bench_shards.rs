@@ -10,7 +10,8 @@
 //! earliest page, as the single decider does. A page decided duplicate is removed by its
 //! owner afterwards (until then it is one more candidate the aggregator drops). Because a
 //! shard returns *every* match at or above τ, not only its best, the decisions are the
-//! single decider's; the run checks that page by page.
+//! single decider's at the default settings (SpotSigs lists, no document frequencies); the
+//! run checks that page by page.
 //!
 //! It reports, per shard count, the decisions that differ from one decider (0 expected),
 //! each shard's CPU per page (probe + store + removals) and the largest (the shards run in

@@ -158,7 +158,7 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                 .find(|e| e.name == "cleanup.policy")
                 .and_then(|e| e.value);
             if let Some(p) = &policy {
-                if !p.split(',').any(|x| x.trim() == "compact") {
+                if p.trim() != "compact" {
                     bail!(
                         "changelog topic {c} has cleanup.policy={p}: it must be compact (a \
                          time-based policy deletes documents a restore needs): alter the topic's \
@@ -166,7 +166,24 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                     );
                 }
             }
+            if policy.is_none() {
+                eprintln!(
+                    "warning: the brokers did not say the cleanup.policy of changelog topic {c}: \
+                     check that it is compact (and only compact)"
+                );
+            }
             st.cleanup_policy = policy;
+        }
+    }
+    // the signed topic's order is the order of the decisions too
+    if let Some(st) = summary.iter().find(|x| x.topic == s.signed_topic) {
+        if st.partitions != 1 {
+            bail!(
+                "signed topic {} has {} partitions; it must have exactly one (the decider \
+                 decides in its order): delete it, or name another with signed-topic",
+                st.topic,
+                st.partitions
+            );
         }
     }
     println!("{}", serde_json::to_string_pretty(&summary)?);

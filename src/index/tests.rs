@@ -702,8 +702,8 @@ fn journal_restores_an_identical_index() {
             }
         }
     }
-    // a restore read twice (one cut short and started again): the stored ones are skipped,
-    // the removed ones put again and removed again
+    // a changelog read twice (before compaction a log may hold records again): the stored
+    // ones are skipped, the removed ones put again and removed again
     assert_eq!(all_docs(&dst), all_docs(&src));
     assert_eq!(
         all_candidates(&mut dst, &sets),

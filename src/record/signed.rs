@@ -112,6 +112,7 @@ impl SignedRecord {
     pub fn decode(
         bytes: &[u8],
         want_signature_id: &str,
+        fingerprint_words: usize,
     ) -> Result<(ValidPage, Signed, bool, Option<i64>), BadRecord> {
         let bad = |detail: String| BadRecord {
             reason: BadReason::BadSignedRecord,
@@ -148,7 +149,22 @@ impl SignedRecord {
             .map_err(|e| bad(format!("signatures are not base64: {e}")))?;
         let sigs = decode_signatures(&raw).map_err(|e| bad(format!("signatures: {e}")))?;
         let fingerprint = from_hex(&r.fingerprint)
-            .ok_or_else(|| bad(format!("fingerprint {:?} is not hex words", r.fingerprint)))?;
+            .filter(|f| f.len() == fingerprint_words)
+            .ok_or_else(|| {
+                bad(format!(
+                    "fingerprint {:?} is not {fingerprint_words} hex words",
+                    r.fingerprint
+                ))
+            })?;
+        if r.template.len() > crate::signature::template::SAMPLE
+            || r.template.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(bad(format!(
+                "template sample of {} values, not ascending or over {}",
+                r.template.len(),
+                crate::signature::template::SAMPLE
+            )));
+        }
         let fetched = match &r.fetched_at {
             None => None,
             Some(t) => Some(parse_time(t).ok_or_else(|| BadRecord {
@@ -230,7 +246,7 @@ mod tests {
         assert!(signed.sigs.set_len() > 5);
         let rec = SignedRecord::new(&page, &signed, &id, true, source());
         let bytes = serde_json::to_vec(&rec).unwrap();
-        let (p, s, has_text, origin) = SignedRecord::decode(&bytes, &id).unwrap();
+        let (p, s, has_text, origin) = SignedRecord::decode(&bytes, &id, 1).unwrap();
         assert!(has_text);
         assert_eq!(origin, Some(1_795_162_000_000));
         assert_eq!(p.doc_id, "p1");
@@ -250,7 +266,7 @@ mod tests {
         bare.fetched_at = None;
         let rec = SignedRecord::new(&bare, &signed, &id, false, source());
         let (p, _, has_text, _) =
-            SignedRecord::decode(&serde_json::to_vec(&rec).unwrap(), &id).unwrap();
+            SignedRecord::decode(&serde_json::to_vec(&rec).unwrap(), &id, 1).unwrap();
         assert!(!has_text);
         assert_eq!(p.fetched_at, Some(1_795_162_000));
     }
@@ -259,7 +275,7 @@ mod tests {
     fn damaged_or_foreign_records_are_bad_with_a_reason() {
         let (page, signed, id) = signed_page();
         let rec = SignedRecord::new(&page, &signed, &id, true, source());
-        let reason = |bytes: &[u8], want: &str| SignedRecord::decode(bytes, want).unwrap_err();
+        let reason = |bytes: &[u8], want: &str| SignedRecord::decode(bytes, want, 1).unwrap_err();
         assert_eq!(reason(b"{not json", &id).reason, BadReason::BadSignedRecord);
         let other = reason(&serde_json::to_vec(&rec).unwrap(), "00000000");
         assert_eq!(other.reason, BadReason::SignatureMismatch);
@@ -268,6 +284,12 @@ mod tests {
             ("signatures", serde_json::json!("%%%")),
             ("signatures", serde_json::json!("AAAA")),
             ("fingerprint", serde_json::json!("12ab")),
+            (
+                "fingerprint",
+                serde_json::json!("00000000000000010000000000000002"),
+            ),
+            ("template", serde_json::json!([5, 3])),
+            ("template", serde_json::json!((0..40).collect::<Vec<u32>>())),
             ("schema", serde_json::json!("neardup.signed.v9")),
             ("id", serde_json::json!("")),
             ("extra", serde_json::json!(1)),

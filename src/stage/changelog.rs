@@ -76,6 +76,57 @@ fn bounds(c: &BaseConsumer, topic: &str) -> Result<(i64, i64)> {
     Ok((low, high))
 }
 
+/// Before the index is opened: a restore that was cut short left a partial index, which is
+/// thrown away (the changelog holds all of it; reading it again over a partial index could
+/// number some documents otherwise). Keeps the instance id and the marker. Returns whether
+/// it did.
+pub(super) fn discard_partial(s: &StageSettings) -> Result<bool> {
+    if !s.index.join(RESTORE_MARKER).exists() {
+        return Ok(false);
+    }
+    warn!(index = %s.index.display(),
+        "the last restore from the changelog was cut short: restoring again from the start");
+    for entry in
+        std::fs::read_dir(&s.index).with_context(|| format!("cannot read {}", s.index.display()))?
+    {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == RESTORE_MARKER || name == super::settings::INSTANCE_ID_FILE {
+            continue;
+        }
+        let path = entry.path();
+        let r = if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        r.with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(true)
+}
+
+/// A decider's signed topic must exist and have one partition: the decisions follow its
+/// order, and a restarted or restored decider must read it in the same order again.
+pub(super) fn check_signed(s: &StageSettings) -> Result<()> {
+    let c = kafka::reader(s, "check")?;
+    let topic = &s.signed_topic;
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(30))
+        .with_context(|| format!("cannot read the metadata of signed topic {topic}"))?;
+    match md.topics().iter().find(|t| t.name() == topic.as_str()) {
+        Some(t) if t.error().is_none() && t.partitions().len() == 1 => Ok(()),
+        Some(t) if t.error().is_none() && !t.partitions().is_empty() => bail!(
+            "signed topic {topic} has {} partitions; it must have exactly one (the decider \
+             decides in its order)",
+            t.partitions().len()
+        ),
+        _ => bail!(
+            "signed topic {topic} does not exist: create it with one partition (neardup topics \
+             create does)"
+        ),
+    }
+}
+
 /// Restores the index from the changelog when it is empty or a restore was cut short;
 /// returns the documents stored (0 when nothing was restored). Blocking.
 pub(super) fn restore(
@@ -140,17 +191,9 @@ pub(super) fn restore(
         };
         let m = match m {
             Ok(m) => m,
-            Err(KafkaError::PartitionEOF(_)) => {
-                // the end seen at start is behind us when compaction removed the last ones
-                let pos = c
-                    .position()
-                    .ok()
-                    .and_then(|p| p.find_partition(topic, 0).map(|e| e.offset()));
-                if let Some(Offset::Offset(o)) = pos {
-                    next = next.max(o);
-                }
-                continue;
-            }
+            // the end of the partition is at or past the end seen at start (compaction may
+            // have removed the last records before it)
+            Err(KafkaError::PartitionEOF(_)) => break,
             Err(e) => {
                 warn!(error = %e, "changelog restore: consume error");
                 std::thread::sleep(Duration::from_millis(100));

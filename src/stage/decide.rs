@@ -142,6 +142,16 @@ pub(super) fn dead_letter(
     }
 }
 
+/// An upper bound of the bytes of a page's changelog record: its doc record holds the id
+/// and URL, a duplicate's also its canonical page's (which passed the same bound), the
+/// signatures (at most 5 bytes each in the Rice coding) and the template sample; base64 adds
+/// a third, the JSON envelope and the key a little.
+fn changelog_bound(page: &crate::record::ValidPage, signed: &crate::signature::Signed) -> usize {
+    let own = page.doc_id.len() + page.page.url.len();
+    let record = 2 * own + 5 * signed.sigs.set_len() + 4 * signed.template.len() + 64;
+    record * 4 / 3 + own + 256
+}
+
 pub(super) fn decide_loop(
     s: &StageSettings,
     dedup: &mut Deduplicator,
@@ -164,6 +174,26 @@ pub(super) fn decide_loop(
     while let Some(job) = jobs.blocking_recv() {
         let ob = match take(job, &dead_t, max_out, counts)? {
             Err(dead) => dead,
+            Ok(Taken {
+                inbound,
+                page,
+                signed,
+                ..
+            }) if changelog.is_some() && changelog_bound(&page, &signed) > max_out => {
+                // its changelog record could not be written: the stage would stop on it
+                // at every start
+                counts.dead_letter += 1;
+                let bad = BadRecord {
+                    reason: BadReason::TooLarge,
+                    detail: format!(
+                        "the page's index record (up to {} bytes with its id, URL and \
+                         signatures) would not fit the changelog's record limit of {max_out} bytes",
+                        changelog_bound(&page, &signed)
+                    ),
+                };
+                let head = inbound.head.clone();
+                dead_letter(inbound, &bad, &head, &dead_t, max_out)
+            }
             Ok(Taken {
                 inbound,
                 page,

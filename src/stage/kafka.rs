@@ -318,6 +318,11 @@ fn producer_config(s: &StageSettings) -> ClientConfig {
     c.set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "5");
+    if s.changelog_topic.is_some() {
+        // a changelog record that fails for good must stop the producer rather than let the
+        // records after it land: a gap would restore an index the decider never had
+        c.set("enable.gapless.guarantee", "true");
+    }
     apply_user(&mut c, s);
     for k in CONSUMER_ONLY {
         c.remove(k);

@@ -521,12 +521,13 @@ async fn stage(
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
             let signed_by = (s.role == Role::Decider).then(|| Arc::clone(&signature_id));
             let timestamp_ms = inbound.timestamp_ms;
+            let fp_words = (s.params.signature.fingerprint_bits / 64) as usize;
             pool.spawn(move || {
                 let out = match signed_by {
                     // the decider reads pages a signer signed
                     Some(want) => {
                         let started = Instant::now();
-                        let p = SignedRecord::decode(&payload, &want);
+                        let p = SignedRecord::decode(&payload, &want, fp_words);
                         let times = PrepareTimes {
                             decode: started.elapsed(),
                             ..Default::default()
@@ -721,6 +722,13 @@ async fn open_decider(
     summary: &mut StageSummary,
 ) -> Result<Option<(Deduplicator, Option<std::path::PathBuf>)>> {
     let opening = Instant::now();
+    if s.role == Role::Decider {
+        let s2 = s.clone();
+        tokio::task::spawn_blocking(move || changelog::check_signed(&s2)).await??;
+    }
+    if s.changelog_topic.is_some() && !s.dry_run {
+        changelog::discard_partial(s)?;
+    }
     let opened = {
         let s2 = s.clone();
         tokio::task::spawn_blocking(move || open_index(&s2)).await?

@@ -234,15 +234,22 @@ async fn produce_inner(
                             // the changelog records are sent first, in decision order on
                             // their one partition; the input offset is stored only when they
                             // and the output are acknowledged
-                            let mut extra: Result<Vec<changelog::Ack>> = Ok(Vec::new());
+                            // (one that cannot be sent stops the stage before the output is
+                            // sent and before anything after it: no gap in the changelog)
+                            let mut acks: Vec<changelog::Ack> = Vec::with_capacity(ob.extra.len());
                             for x in &ob.extra {
-                                let f = changelog::send(p, &x.topic, x.key.clone(), x.payload.clone()).await;
-                                match (f, &mut extra) {
-                                    (Ok(f), Ok(v)) => v.push(f),
-                                    (Err(e), Ok(_)) => extra = Err(e),
-                                    _ => {}
+                                match changelog::send(p, &x.topic, x.key.clone(), x.payload.clone()).await {
+                                    Ok(f) => acks.push(f),
+                                    Err(e) => {
+                                        error!(error = %e, source_topic = %ob.inbound.topic,
+                                            partition = ob.inbound.partition, offset = ob.inbound.offset,
+                                            "a changelog record cannot be sent: stopping without committing it");
+                                        health.fail(&format!("{e:#}"));
+                                        return Err(e);
+                                    }
                                 }
                             }
+                            let extra: Result<Vec<changelog::Ack>> = Ok(acks);
                             let fut = send(p, &ob).await;
                             pending.push_back(Box::pin(async move {
                                 let extra = match extra {

@@ -196,6 +196,23 @@ fn two_signers_and_a_decider_decide_as_file_mode_over_the_decided_order() {
         })
         .collect();
     assert_eq!(logged, order_ids);
+
+    // a restore cut short leaves its marker: the next start throws the partial index away
+    // and restores all of it again
+    let mut d = d;
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(60)), Some(0));
+    let index = dir.path().join("index");
+    std::fs::write(index.join("changelog-restore"), b"cut short\n").unwrap();
+    let d2 = decider(&b, dir.path(), &index, "decider-again.log");
+    d2.wait_ready(Duration::from_secs(120));
+    assert_eq!(
+        d2.metric("neardup_changelog_restored_records_total", ""),
+        pages as f64
+    );
+    assert!(!index.join("changelog-restore").exists());
+    let log = std::fs::read_to_string(dir.path().join("decider-again.log")).unwrap();
+    assert!(log.contains("cut short"), "{log}");
 }
 
 #[test]

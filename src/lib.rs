@@ -11,17 +11,19 @@
 //! - [`index`]: the storage interface (in-memory and RocksDB), alg.G, alg.H, exact-Jaccard
 //!   lists, the document store and the index format version
 //! - [`dedup`]: the [`dedup::Deduplicator`], the one entry point: page in, decision out
-//! - [`record`]: page, tagged and dead-letter records, mirroring `schemas/`
+//! - [`record`]: page, tagged and dead-letter records, and the signed and changelog records
+//!   between the roles of a scaled-out stage, mirroring `schemas/`
 //! - [`config`]: one validated configuration from flags, `NEARDUP_*` variables and a TOML file
 //! - [`stage`]: the Kafka stage (`run`, `replay`): consumer, producer, offsets, replay
-//!   bounds, shutdown; it drives the Deduplicator and decides nothing itself
+//!   bounds, shutdown, the signer and decider roles and the decider's changelog; it drives
+//!   the Deduplicator and decides nothing itself
 //! - [`serving`]: folding the near-duplicates of a result set and explaining a decision,
 //!   over an index reader (pure of HTTP)
 //! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
 //! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
 //!   `/v1/explain`) of `run`, `replay` and `serve`
 //! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `bench`, `index`, `run`,
-//!   `replay`, `serve`, `group`, `explain`)
+//!   `replay`, `topics`, `serve`, `group`, `explain`)
 //!
 //! # Architecture invariants
 //!

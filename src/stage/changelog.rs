@@ -276,7 +276,7 @@ pub(super) async fn republish(
         let mut acks = Vec::with_capacity(chunk.len());
         for m in &chunk {
             let (key, value) = changelog::encode(m, &params_id);
-            acks.push(send(producer, topic, key, value).await?);
+            acks.push(send(producer, topic, &key, value.as_deref()).await?);
         }
         for a in acks {
             a.await?;
@@ -301,14 +301,13 @@ pub(super) type Ack = std::pin::Pin<Box<dyn std::future::Future<Output = Result<
 pub(super) async fn send(
     producer: &FutureProducer<StageContext>,
     topic: &str,
-    key: Vec<u8>,
-    value: Option<Vec<u8>>,
+    key: &[u8],
+    value: Option<&[u8]>,
 ) -> Result<Ack> {
     let fut = loop {
-        let mut rec: FutureRecord<'_, [u8], [u8]> =
-            FutureRecord::to(topic).partition(0).key(&key[..]);
-        if let Some(v) = &value {
-            rec = rec.payload(&v[..]);
+        let mut rec: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(topic).partition(0).key(key);
+        if let Some(v) = value {
+            rec = rec.payload(v);
         }
         match producer.send_result(rec) {
             Ok(f) => break f,

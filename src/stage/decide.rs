@@ -172,7 +172,7 @@ pub(super) fn decide_loop(
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
     while let Some(job) = jobs.blocking_recv() {
-        let ob = match take(job, &dead_t, max_out, counts)? {
+        let mut ob = match take(job, &dead_t, max_out, counts)? {
             Err(dead) => dead,
             Ok(Taken {
                 inbound,
@@ -186,9 +186,9 @@ pub(super) fn decide_loop(
                 let bad = BadRecord {
                     reason: BadReason::TooLarge,
                     detail: format!(
-                        "the page's index record (up to {} bytes with its id, URL and \
-                         signatures) would not fit the changelog's record limit of {max_out} bytes",
-                        changelog_bound(&page, &signed)
+                        "the page's index record (with its id, URL and {} signatures) would \
+                         not fit the changelog's record limit of {max_out} bytes",
+                        signed.sigs.set_len()
                     ),
                 };
                 let head = inbound.head.clone();
@@ -266,7 +266,6 @@ pub(super) fn decide_loop(
                 }
             }
         };
-        let mut ob = ob;
         if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
             since_sweep = 0;
             let n = dedup

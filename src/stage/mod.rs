@@ -231,6 +231,37 @@ pub fn run(settings: StageSettings) -> Result<StageSummary> {
     result
 }
 
+/// A signed record as the decider's pool prepares it: the page and its signatures, or why
+/// the record is bad; the page's input timestamp, else the signed record's own.
+fn decode_signed(
+    payload: Vec<u8>,
+    want: &str,
+    fp_words: usize,
+    timestamp_ms: Option<i64>,
+) -> PrepOutput {
+    let started = Instant::now();
+    let p = SignedRecord::decode(&payload, want, fp_words);
+    let times = PrepareTimes {
+        decode: started.elapsed(),
+        ..Default::default()
+    };
+    let (prepared, has_text, origin_ms) = match p {
+        Ok((page, signed, text, origin)) => (
+            Prepared::Page(Box::new((page, signed))),
+            text,
+            origin.or(timestamp_ms),
+        ),
+        Err(bad) => (Prepared::Bad(bad), false, timestamp_ms),
+    };
+    PrepOutput {
+        payload,
+        prepared,
+        times,
+        has_text,
+        origin_ms,
+    }
+}
+
 /// Time since a Unix timestamp in ms (none for a timestamp in the future or absent).
 fn since_ms(ms: Option<i64>) -> Option<Duration> {
     let now = SystemTime::now()
@@ -408,6 +439,7 @@ async fn stage(
             .build()?,
     );
     let signature_id: Arc<str> = Arc::from(signature_id(&s.params.signature).as_str());
+    let fp_words = (s.params.signature.fingerprint_bits / 64) as usize;
     let sem = Arc::new(Semaphore::new(s.max_in_flight));
     let (job_tx, job_rx) = mpsc::channel::<Job>(s.max_in_flight);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(s.max_in_flight);
@@ -521,33 +553,10 @@ async fn stage(
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
             let signed_by = (s.role == Role::Decider).then(|| Arc::clone(&signature_id));
             let timestamp_ms = inbound.timestamp_ms;
-            let fp_words = (s.params.signature.fingerprint_bits / 64) as usize;
             pool.spawn(move || {
                 let out = match signed_by {
                     // the decider reads pages a signer signed
-                    Some(want) => {
-                        let started = Instant::now();
-                        let p = SignedRecord::decode(&payload, &want, fp_words);
-                        let times = PrepareTimes {
-                            decode: started.elapsed(),
-                            ..Default::default()
-                        };
-                        let (prepared, has_text, origin_ms) = match p {
-                            Ok((page, signed, text, origin)) => (
-                                Prepared::Page(Box::new((page, signed))),
-                                text,
-                                origin.or(timestamp_ms),
-                            ),
-                            Err(bad) => (Prepared::Bad(bad), false, timestamp_ms),
-                        };
-                        PrepOutput {
-                            payload,
-                            prepared,
-                            times,
-                            has_text,
-                            origin_ms,
-                        }
-                    }
+                    Some(want) => decode_signed(payload, &want, fp_words, timestamp_ms),
                     None => {
                         let (prepared, times) = prepare(&payload, &signer, max);
                         PrepOutput {

@@ -238,7 +238,7 @@ async fn produce_inner(
                             // sent and before anything after it: no gap in the changelog)
                             let mut acks: Vec<changelog::Ack> = Vec::with_capacity(ob.extra.len());
                             for x in &ob.extra {
-                                match changelog::send(p, &x.topic, x.key.clone(), x.payload.clone()).await {
+                                match changelog::send(p, &x.topic, &x.key, x.payload.as_deref()).await {
                                     Ok(f) => acks.push(f),
                                     Err(e) => {
                                         error!(error = %e, source_topic = %ob.inbound.topic,

@@ -11,7 +11,7 @@ use super::input;
 use crate::config::{FileConfig, SignatureOptions};
 use crate::index::Method;
 use crate::record::decode_page;
-use crate::signature::{fingerprint::to_hex, Signer};
+use crate::signature::{fingerprint::to_hex, Family, Signer};
 
 /// Arguments of `neardup sign`.
 #[derive(Args, Debug)]
@@ -37,6 +37,13 @@ struct Out<'a> {
     id: Option<&'a str>,
     url: Option<&'a str>,
     signatures: usize,
+    /// Words of the text that was signed (the main region, or the whole page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    words: Option<usize>,
+    /// What signed the page: spotsigs, words (a short text's word shingles), page (every
+    /// block: the region had no prose) or sentences.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    family: Option<Family>,
     fingerprint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     strings: Option<Vec<String>>,
@@ -73,6 +80,8 @@ pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
                         id: Some(&p.doc_id),
                         url: Some(&p.page.url),
                         signatures: s.sigs.set_len(),
+                        words: Some(s.tokens),
+                        family: Some(s.family),
                         fingerprint: Some(to_hex(&s.fingerprint)),
                         strings,
                         error: None,
@@ -83,6 +92,8 @@ pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
                     id: None,
                     url: None,
                     signatures: 0,
+                    words: None,
+                    family: None,
                     fingerprint: None,
                     strings: None,
                     error: Some(bad.to_string()),

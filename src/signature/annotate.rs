@@ -34,9 +34,8 @@ impl Signer {
     /// tokens and chains as [`Signer::sign`], so the spots' hashes are the page's signatures.
     pub fn annotate(&self, text: &Stripped) -> Annotated {
         let mut out = Annotated::default();
-        let (tokens, _, family) = self.select(text);
-        let whole = family == super::Family::Page || self.config.content == super::Content::All;
-        for block in self.blocks_of(text, whole) {
+        let (tokens, _, family, source) = self.select(text);
+        for block in self.source_blocks(text, source) {
             if !out.text.is_empty() {
                 out.text.push('\n');
             }

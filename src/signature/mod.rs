@@ -316,6 +316,27 @@ pub struct Signer {
     strip: StripOptions,
     spot: SpotParams,
     shingles: ShingleParams,
+    /// The shipped lists of every other language, for pages not in the index language.
+    others: Vec<(Language, Tokenizer)>,
+    /// For text in a language without shipped lists: every word is prose.
+    unlisted: Tokenizer,
+}
+
+/// Words a region (or page) must have before a page that the index language cannot sign
+/// is signed in another language ([`Signer::other_language`]).
+pub const OTHER_LANGUAGE_MIN_WORDS: usize = 25;
+
+/// Text in a language without lists is signed from its blocks of at least this many words
+/// (sentences, not menu entries or names).
+pub const UNLISTED_MIN_BLOCK_WORDS: usize = 8;
+
+/// Which blocks of a page [`Signer::select`] signed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Source {
+    /// Every block of the page, not the main region.
+    pub(crate) whole: bool,
+    /// Only blocks of at least this many words (0: all of them).
+    pub(crate) min_block_words: usize,
 }
 
 impl Signer {
@@ -350,6 +371,15 @@ impl Signer {
                 k: config.sentence_sample as usize,
                 ..ShingleParams::default()
             },
+            others: Language::ALL
+                .iter()
+                .filter(|&&l| l != lang)
+                .map(|&l| {
+                    let lists = WordLists::for_language(l);
+                    (l, Tokenizer::uncached(lists, l, config.stem))
+                })
+                .collect(),
+            unlisted: Tokenizer::uncached(WordLists::every_word(), lang, false),
         })
     }
 
@@ -441,7 +471,7 @@ impl Signer {
         let started = std::time::Instant::now();
         let text = text::strip(html, &self.strip);
         let strip_time = started.elapsed();
-        let (tokens, sigs, family) = self.select(&text);
+        let (tokens, sigs, family, _) = self.select(&text);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         let sample = if family.short() {
             template::sample(&text)
@@ -464,7 +494,127 @@ impl Signer {
     /// SpotSigs; or, when those are fewer than `short-below` too (the region has almost no
     /// prose: the extraction missed the article, or the page has none), the SpotSigs of
     /// every block of the page, if that gives `short-below` of them.
-    fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family) {
+    pub(crate) fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family, Source) {
+        let (tokens, sigs, family) = self.select_in_language(text);
+        if (family.short() || sigs.set_len() < self.config.short_below as usize)
+            && self.config.short_shingle > 0
+            && self.config.content == Content::Main
+            && self.config.features.is_spotsigs()
+        {
+            let signed = sigs.set_len() >= self.config.short_below as usize;
+            if let Some(other) = self.other_language(text, signed) {
+                return other;
+            }
+        }
+        let whole = family == Family::Page || self.config.content == Content::All;
+        let source = Source {
+            whole,
+            min_block_words: 0,
+        };
+        (tokens, sigs, family, source)
+    }
+
+    /// The texts of the blocks `source` names.
+    pub(crate) fn source_blocks<'a>(
+        &self,
+        text: &'a Stripped,
+        source: Source,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        self.blocks_of(text, source.whole).filter(move |b| {
+            source.min_block_words == 0 || {
+                let mut n = 0;
+                text::for_each_word(b, |_| n += 1);
+                n >= source.min_block_words
+            }
+        })
+    }
+
+    /// A page the index language signs only as a short page, or not at all (fewer than
+    /// `short-below` signatures of every kind), with at least [`OTHER_LANGUAGE_MIN_WORDS`]
+    /// words in its main region, else in its whole page, may be written in another
+    /// language. Its language is the shipped list that covers the most of its words, if
+    /// that is at least a tenth of them and twice what the index language's list covers
+    /// (running text is a third to a half stopwords in every listed language; a menu or a
+    /// caption in the index language is not); the text is then signed as a page of that
+    /// language is (its stemmer, stopwords and antecedents; SpotSigs, or word shingles when
+    /// short). When no list covers it and the index language gave nothing (Chinese,
+    /// Japanese, Korean, Thai, …, or lists of product names), the text is signed by the
+    /// word shingles of its blocks of at least [`UNLISTED_MIN_BLOCK_WORDS`] words (UAX #29
+    /// words: a Han or kana character is a word, so these are character shingles there),
+    /// every window counting as prose. Such a page is in a short family, except SpotSigs
+    /// of its main region: it keeps a template sample and is matched across templates only.
+    fn other_language(
+        &self,
+        text: &Stripped,
+        signed_in_language: bool,
+    ) -> Option<(Tokens, Signatures, Family, Source)> {
+        let enough = self.config.short_below as usize;
+        for all in [false, true] {
+            let blocks: Vec<&str> = self.blocks_of(text, all).collect();
+            let (words, best) = self.guess_language(&blocks);
+            if words < OTHER_LANGUAGE_MIN_WORDS {
+                continue;
+            }
+            let mut tokens = Tokens::default();
+            let mut source = Source {
+                whole: all,
+                min_block_words: 0,
+            };
+            let (sigs, family) = match best {
+                Some(i) => {
+                    let tok = &self.others[i].1;
+                    for b in &blocks {
+                        tok.push_block(b, &mut tokens);
+                    }
+                    match self.signatures(&tokens) {
+                        (sigs, Family::Spotsigs) if all => (sigs, Family::Page),
+                        found => found,
+                    }
+                }
+                None if signed_in_language => return None,
+                None => {
+                    source.min_block_words = UNLISTED_MIN_BLOCK_WORDS;
+                    for b in self.source_blocks(text, source) {
+                        self.unlisted.push_block(b, &mut tokens);
+                    }
+                    let k = self.config.short_shingle as usize;
+                    (words::word_shingles(&tokens, k), Family::Words)
+                }
+            };
+            if sigs.set_len() >= enough {
+                return Some((tokens, sigs, family, source));
+            }
+        }
+        None
+    }
+
+    /// The words of `blocks` and the index in `others` of the language whose stopwords
+    /// cover the most of them, if it covers at least a tenth and twice the index
+    /// language's share.
+    fn guess_language(&self, blocks: &[&str]) -> (usize, Option<usize>) {
+        let mut hits = vec![0usize; self.others.len()];
+        let (mut words, mut own) = (0usize, 0usize);
+        let mut lower = String::new();
+        let own_lists = self.tokenizer.lists();
+        for b in blocks {
+            text::for_each_word(b, |w| {
+                words += 1;
+                lower.clear();
+                lower.extend(w.chars().flat_map(char::to_lowercase));
+                own += own_lists.is_stopword(&lower) as usize;
+                for (i, (_, t)) in self.others.iter().enumerate() {
+                    hits[i] += t.lists().is_stopword(&lower) as usize;
+                }
+            });
+        }
+        let best = (0..hits.len())
+            .max_by_key(|&i| (hits[i], std::cmp::Reverse(i)))
+            .filter(|&i| hits[i] * 10 >= words && hits[i] > 2 * own && hits[i] > 0);
+        (words, best)
+    }
+
+    /// The index language's choice ([`Signer::select`] before the other languages).
+    fn select_in_language(&self, text: &Stripped) -> (Tokens, Signatures, Family) {
         let mut tokens = Tokens::default();
         self.tokens(text, &mut tokens);
         let (sigs, family) = self.signatures(&tokens);
@@ -493,7 +643,7 @@ impl Signer {
     /// The signatures of `html` as strings, for inspection.
     pub fn signature_strings(&self, html: &str) -> Vec<String> {
         let text = text::strip(html, &self.strip);
-        let (tokens, _, family) = self.select(&text);
+        let (tokens, _, family, _) = self.select(&text);
         self.strings(&tokens, family)
     }
 

@@ -377,3 +377,94 @@ fn pages_without_prose_in_their_region_are_signed_whole() {
     .unwrap();
     assert_eq!(off.sign(&page).family, Family::Spotsigs);
 }
+
+/// Every signature of a page is one of its annotated spots and the other way round.
+fn assert_annotation_matches(s: &Signer, page: &str) {
+    let signed = s.sign(page);
+    let ann = s.annotate(&signed.text);
+    let mut spots: Vec<u32> = ann.spots.iter().map(|x| x.hash).collect();
+    spots.sort_unstable();
+    spots.dedup();
+    assert_eq!(spots, signed.sigs.hashes().collect::<Vec<_>>());
+    let strings = s.signature_strings(page);
+    let mut hashes: Vec<u32> = strings.iter().map(|x| Signer::signature_hash(x)).collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    assert_eq!(hashes, spots);
+}
+
+#[test]
+fn pages_in_other_languages_are_signed_in_their_language() {
+    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    let french = "<html><body><article><p>Le conseil municipal a voté lundi soir le budget de \
+        la ville pour l'année prochaine. Les élus de l'opposition ont dénoncé une hausse des \
+        impôts qui pèsera sur les ménages les plus modestes, tandis que le maire a défendu \
+        des investissements dans les écoles et les transports. La séance a duré plus de \
+        quatre heures et le vote a été acquis à une courte majorité.</p></article></body></html>";
+    let signed = s.sign(french);
+    // English finds no antecedents here; French finds its chains
+    assert_eq!(
+        signed.family,
+        Family::Spotsigs,
+        "{:?}",
+        s.signature_strings(french)
+    );
+    assert!(signed.sigs.set_len() >= 10, "{}", signed.sigs.set_len());
+    let strings = s.signature_strings(french);
+    assert!(
+        strings
+            .iter()
+            .any(|x| x.starts_with("le:") || x.starts_with("la:")),
+        "{strings:?}"
+    );
+    assert_annotation_matches(&s, french);
+    // a French index signs it the same way
+    let fr = Signer::new(&SignatureConfig {
+        language: Language::French,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert_eq!(fr.sign(french).sigs, signed.sigs);
+
+    // Japanese: no shipped list; its sentence blocks are signed by character shingles
+    let japanese = "<html><body><div><p>東京都は二十四日、新しい交通計画を発表した。\
+        駅の周辺に自転車の駐車場を増やし、バスの本数を見直すという。</p>\
+        <ul><li>ホーム</li><li>ニュース</li></ul></div></body></html>";
+    let signed = s.sign(japanese);
+    assert_eq!(signed.family, Family::Words);
+    assert!(signed.family.short() && !signed.template.is_empty());
+    assert!(signed.sigs.set_len() >= 20, "{}", signed.sigs.set_len());
+    assert_annotation_matches(&s, japanese);
+    // an edit of one character keeps most shingles
+    let edited = s.sign(&japanese.replace("二十四日", "二十五日"));
+    let sim = similarity(
+        signed.sigs.entries(),
+        edited.sigs.entries(),
+        Measure::Jaccard,
+    );
+    assert!(sim > 0.8 && sim < 1.0, "{sim}");
+
+    // too little text in any language stays too little
+    let brief = "<html><body><p>Bonjour à tous.</p></body></html>";
+    assert!(s.sign(brief).sigs.set_len() < 10);
+    // with the short-page rules off, other languages are not tried either
+    let off = Signer::new(&SignatureConfig {
+        short_shingle: 0,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert!(off.sign(french).sigs.set_len() < 10);
+}
+
+#[test]
+fn english_pages_are_not_taken_for_another_language() {
+    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    // English prose always signs in English, whatever other lists share its words
+    let signed = s.sign(OBAMA_HTML);
+    assert_eq!(signed.family, Family::Words);
+    let strings = s.signature_strings(OBAMA_HTML);
+    assert!(
+        strings.contains(&"#the south carolina".to_string()),
+        "{strings:?}"
+    );
+}

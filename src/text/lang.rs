@@ -123,6 +123,8 @@ fn words(data: &str) -> Vec<&str> {
 pub struct WordLists {
     stopwords: FxHashSet<Box<str>>,
     antecedents: FxHashSet<Box<str>>,
+    /// Every word is a stopword (text of a language without lists).
+    every_word: bool,
 }
 
 impl WordLists {
@@ -135,6 +137,17 @@ impl WordLists {
         WordLists {
             stopwords,
             antecedents,
+            every_word: false,
+        }
+    }
+
+    /// Lists for text in a language that has none: every word is a stopword (no
+    /// antecedents), so word shingles take every window of a block.
+    pub fn every_word() -> WordLists {
+        WordLists {
+            stopwords: FxHashSet::default(),
+            antecedents: FxHashSet::default(),
+            every_word: true,
         }
     }
 
@@ -145,7 +158,7 @@ impl WordLists {
 
     /// Whether `word` (lowercase) is a stopword.
     pub fn is_stopword(&self, word: &str) -> bool {
-        self.stopwords.contains(word)
+        self.every_word || self.stopwords.contains(word)
     }
 
     /// Whether `word` (lowercase) is an antecedent.

@@ -85,6 +85,8 @@ pub struct Tokenizer {
     stemmer: Option<rust_stemmers::Stemmer>,
     /// Names this tokenizer's entries in the per-thread word cache.
     id: u64,
+    /// Whether words go through the per-thread word cache.
+    cached: bool,
 }
 
 /// Words a thread remembers with their flags and stems; past this the memory starts again
@@ -162,6 +164,17 @@ impl Tokenizer {
             lists,
             stemmer: stem.then(|| language.stemmer()),
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            cached: true,
+        }
+    }
+
+    /// A tokenizer that looks every word up and stems it each time, leaving the thread's
+    /// word cache to the main tokenizer: for the rare pages of another language, which
+    /// would otherwise empty the cache of the index language's words.
+    pub fn uncached(lists: WordLists, language: Language, stem: bool) -> Tokenizer {
+        Tokenizer {
+            cached: false,
+            ..Tokenizer::new(lists, language, stem)
         }
     }
 
@@ -174,6 +187,28 @@ impl Tokenizer {
     /// lowercased word before stemming (the lists hold unstemmed words).
     pub fn push_block(&self, text: &str, out: &mut Tokens) {
         let first = out.spans.len() as u32;
+        if !self.cached {
+            for_each_word(text, |word| {
+                let start = out.buf.len();
+                push_lowercase(&mut out.buf, word);
+                let known = self.learn(&out.buf[start..]);
+                if let Some(stem) = &known.stem {
+                    out.buf.truncate(start);
+                    out.buf.push_str(stem);
+                }
+                out.spans.push((start as u32, out.buf.len() as u32));
+                out.flags.push(known.flags);
+            });
+        } else {
+            self.push_cached(text, out);
+        }
+        let last = out.spans.len() as u32;
+        if last > first {
+            out.blocks.push((first, last));
+        }
+    }
+
+    fn push_cached(&self, text: &str, out: &mut Tokens) {
         WORDS.with(|cache| {
             let mut cache = cache.borrow_mut();
             if cache.owner != self.id {
@@ -182,28 +217,11 @@ impl Tokenizer {
             }
             for_each_word(text, |word| self.push_word(word, out, &mut cache));
         });
-        let last = out.spans.len() as u32;
-        if last > first {
-            out.blocks.push((first, last));
-        }
     }
 
     fn push_word(&self, word: &str, out: &mut Tokens, cache: &mut WordCache) {
         let start = out.buf.len();
-        if word.is_ascii() {
-            out.buf.push_str(word);
-            out.buf[start..].make_ascii_lowercase();
-        } else {
-            for c in word.chars() {
-                if c == '\u{2019}' {
-                    out.buf.push('\''); // typographic apostrophe: isn’t = isn't
-                } else if c.is_lowercase() || !c.is_uppercase() {
-                    out.buf.push(c);
-                } else {
-                    out.buf.extend(c.to_lowercase());
-                }
-            }
-        }
+        push_lowercase(&mut out.buf, word);
         let lower = &out.buf[start..];
         if cache.tiny.len() + cache.short.len() + cache.long.len() >= STEM_CACHE_WORDS {
             cache.clear();
@@ -282,6 +300,25 @@ impl Tokenizer {
             }
         }
         Known { flags, stem }
+    }
+}
+
+/// Appends `word` lowercased, with the typographic apostrophe as `'` (isn’t = isn't).
+fn push_lowercase(buf: &mut String, word: &str) {
+    let start = buf.len();
+    if word.is_ascii() {
+        buf.push_str(word);
+        buf[start..].make_ascii_lowercase();
+    } else {
+        for c in word.chars() {
+            if c == '\u{2019}' {
+                buf.push('\'');
+            } else if c.is_lowercase() || !c.is_uppercase() {
+                buf.push(c);
+            } else {
+                buf.extend(c.to_lowercase());
+            }
+        }
     }
 }
 

@@ -175,8 +175,65 @@ pub(super) struct Rules {
     /// and how deeply elements of that name are nested in it.
     hidden: Option<(&'static str, u32)>,
     in_head: bool,
-    link_depth: u32,
+    links: Links,
     containers: Containers,
+}
+
+/// Whether text is link text, as the HTML tree-building rules place `<a>` elements: links
+/// do not nest (an `<a>` inside an open one ends it first), and a table cell is a scope
+/// (a marker in the list of active formatting elements): a cell starts with the link
+/// state of its table's context, and a link opened in a cell and never closed ends with
+/// the cell instead of running over the rest of the page. Pages that leave their links
+/// open in table cells (a "most viewed" box of a 2000s CMS) otherwise count their whole
+/// article as link text.
+#[derive(Default)]
+struct Links {
+    open: bool,
+    /// For each open table (bounded), the link state around it.
+    tables: Vec<bool>,
+    /// Tables opened beyond the bound (not tracked).
+    overflow: u32,
+}
+
+const MAX_TABLES: usize = 64;
+
+impl Links {
+    fn start(&mut self, name: &str) {
+        match name {
+            "a" => self.open = true,
+            "table" => {
+                if self.tables.len() < MAX_TABLES {
+                    self.tables.push(self.open);
+                } else {
+                    self.overflow += 1;
+                }
+            }
+            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.reset(),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, name: &str) {
+        match name {
+            "a" => self.open = false,
+            "table" => {
+                if self.overflow > 0 {
+                    self.overflow -= 1;
+                } else if let Some(outer) = self.tables.pop() {
+                    self.open = outer;
+                }
+            }
+            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.reset(),
+            _ => {}
+        }
+    }
+
+    /// A cell boundary: back to the link state around the innermost table.
+    fn reset(&mut self) {
+        if let Some(&outer) = self.tables.last() {
+            self.open = outer;
+        }
+    }
 }
 
 impl Rules {
@@ -229,8 +286,10 @@ impl Rules {
             Role::Hidden if !self_closing => self.hidden = Some((info.name, 1)),
             Role::Block(kind) => self.b.boundary(kind),
             Role::Break => self.b.boundary(BlockKind::Text),
-            Role::Link if !self_closing => self.link_depth += 1,
             _ => {}
+        }
+        if !self_closing {
+            self.links.start(name);
         }
         if name == "plaintext" {
             return Next::Plaintext;
@@ -263,9 +322,9 @@ impl Rules {
         }
         match r {
             Role::Block(_) | Role::Break => self.b.end_block(),
-            Role::Link => self.link_depth = self.link_depth.saturating_sub(1),
             _ => {}
         }
+        self.links.end(name);
         if info.container.is_some() {
             self.containers.close(name, &mut self.b);
         }
@@ -277,7 +336,7 @@ impl Rules {
         let visible = self.raw_hidden.is_none()
             && self.hidden.is_none()
             && (!self.in_head || self.b.kind == Some(BlockKind::Title));
-        visible.then_some(self.link_depth > 0)
+        visible.then_some(self.links.open)
     }
 
     /// Text (character data, entities decoded); dropped where hidden.

@@ -254,3 +254,44 @@ fn size_limit_cuts_on_char_boundary() {
     assert!(s.text.chars().all(|c| c == 'é'));
     assert_eq!(s.text.chars().count(), 3);
 }
+
+#[test]
+fn links_left_open_in_table_cells_end_with_the_cell() {
+    // a "most viewed" box whose links are never closed, then the article: the tree-building
+    // rules end each link with its cell, so the article is not link text
+    let page = "<html><body><table><tr><td><a href=/1>First story</td></tr>\
+        <tr><td><a href=/2>Second story</td></tr></table>\
+        <div><p>The article text that follows the box.</p></div>\
+        <p><a href=/x>one<a href=/y>two</a> after the links</p>\
+        <a href=/z><table><tr><td>inside a linked table</td></tr></table>still linked</a>\
+        <p>plain</p></body></html>";
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(page, mode);
+        let link_share: Vec<(String, u32, u32)> = s
+            .iter()
+            .map(|(b, t)| (t.to_string(), b.link_words, b.words))
+            .collect();
+        let find = |text: &str| {
+            link_share
+                .iter()
+                .find(|(t, _, _)| t == text)
+                .unwrap_or_else(|| panic!("{mode:?}: no block {text:?} in {link_share:?}"))
+        };
+        assert_eq!(find("First story").1, 2, "{mode:?}");
+        assert_eq!(
+            find("The article text that follows the box.").1,
+            0,
+            "{mode:?}"
+        );
+        // links do not nest: the second <a> ends the first, and its end ends both
+        assert_eq!(
+            find("onetwo after the links").1,
+            1,
+            "{mode:?}: {link_share:?}"
+        );
+        // a table inside a link is link text, and the link goes on after it
+        assert_eq!(find("inside a linked table").1, 4, "{mode:?}");
+        assert_eq!(find("still linked").1, 2, "{mode:?}");
+        assert_eq!(find("plain").1, 0, "{mode:?}");
+    }
+}

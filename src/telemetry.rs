@@ -47,7 +47,7 @@ pub const KAFKA_ERRORS: &str = "neardup_kafka_errors_total";
 pub const READY: &str = "neardup_ready";
 /// Gauge: 1 after a fatal error (the stage stops consuming and drains).
 pub const FAILED: &str = "neardup_failed";
-/// Histogram, labels `hop` (broker, decide, produce, end_to_end): seconds per record of
+/// Histogram, labels `hop` (broker, decide, queue, prepare, in_order, produce, end_to_end): seconds per record of
 /// each hop (see the stage's summary).
 pub const HOP_SECONDS: &str = "neardup_hop_duration_seconds";
 /// Counter: index mutations read from the changelog while restoring the index.
@@ -95,7 +95,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     (
         HOP_SECONDS,
         "histogram",
-        "Seconds per record of each hop: broker, decide, produce, end_to_end.",
+        "Seconds per record of each hop: broker, decide (= queue + prepare + in_order), produce, end_to_end.",
     ),
     (
         CHANGELOG_RESTORED,

@@ -56,6 +56,61 @@ pub struct BenchScaleoutArgs {
     /// real ones (`neardup bench index`'s generator), 20 % edited copies
     #[arg(long, default_value_t = 200_000)]
     pub decider_records: usize,
+    /// Only the latency run, fed at this many pages a second (the full benchmark feeds it
+    /// at 80 % of one signer's measured rate)
+    #[arg(long)]
+    pub latency_only: Option<f64>,
+    /// In the latency run, give this role (signer or decider) the last core to itself and
+    /// put the other role, the feeder and the broker (`--broker-pid`) on the others: the
+    /// role's time without other processes' work on its core
+    #[arg(long)]
+    pub pin: Option<Role>,
+    /// In the latency run, a client property for both roles' consumers and producers,
+    /// KEY=VALUE, after the benchmark's own (repeatable)
+    #[arg(long)]
+    pub kafka_property: Vec<String>,
+}
+
+/// The latency run alone (`--latency-only`).
+#[derive(Debug, Serialize)]
+pub struct LatencyBench {
+    /// Pages fed per second.
+    pub feed_records_per_second: f64,
+    /// The role that had a core to itself, if any.
+    pub pinned: Option<Role>,
+    /// The signer's time by hop.
+    pub signer_hops: std::collections::BTreeMap<String, stage::HopTimes>,
+    /// The decider's time by hop.
+    pub decider_hops: std::collections::BTreeMap<String, stage::HopTimes>,
+}
+
+/// Sets the cores the thread `tid` may run on (0: the calling thread); threads it starts
+/// later inherit them.
+fn pin(tid: i32, cores: &[usize]) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for cores below its size
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cores {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            anyhow::bail!(
+                "cannot pin thread {tid} to cores {cores:?}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Pins every thread of process `pid`.
+fn pin_process(pid: u32, cores: &[usize]) -> Result<()> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        if let Some(tid) = task?.file_name().to_str().and_then(|t| t.parse().ok()) {
+            pin(tid, cores)?;
+        }
+    }
+    Ok(())
 }
 
 /// What the scale-out benchmark measured.
@@ -299,7 +354,139 @@ fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
-/// Runs the benchmark.
+/// `--latency-only`: the latency run alone.
+pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
+    let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
+    let valid = lines
+        .iter()
+        .filter(|l| crate::record::decode_page(l, usize::MAX).is_ok())
+        .count();
+    eprintln!(
+        "neardup bench scaleout: latency run, {} records ({valid} valid), fed at {feed:.0} pages/s{}",
+        lines.len(),
+        match a.pin {
+            Some(r) => format!(", the {} on a core of its own", r.as_str()),
+            None => String::new(),
+        }
+    );
+    let dir = tempfile::tempdir()?;
+    let run = format!("neardup-scaleout-{}-lat", std::process::id());
+    let (signer_hops, decider_hops) = latency_run(
+        a,
+        &lines,
+        valid as u64,
+        &IndexParams::default(),
+        dir.path(),
+        &run,
+        feed,
+    )?;
+    Ok(LatencyBench {
+        feed_records_per_second: feed,
+        pinned: a.pin,
+        signer_hops,
+        decider_hops,
+    })
+}
+
+type Hops = std::collections::BTreeMap<String, stage::HopTimes>;
+
+/// A signer and a decider (threads of this process, each with its own runtime and
+/// clients) fed with `lines` at `feed` pages a second; their time by hop.
+fn latency_run(
+    a: &BenchScaleoutArgs,
+    lines: &[Vec<u8>],
+    valid: u64,
+    params: &IndexParams,
+    dir: &Path,
+    lr: &str,
+    feed: f64,
+) -> Result<(Hops, Hops)> {
+    let b = a.brokers.as_str();
+    let n = lines.len();
+    let lt = |s: &str| format!("{lr}-{s}");
+    create_topics(b, &[lt("in")], a.partitions)?;
+    create_topics(b, &[lt("signed"), lt("changelog")], 1)?;
+    create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
+    let props = &a.kafka_property;
+    let mut ss = settings(
+        Mode::Run,
+        Role::Signer,
+        b,
+        lr,
+        &dir.join("lat-signer"),
+        params,
+        props,
+    )?;
+    ss.stop_after = Some(n as u64);
+    let mut sd = settings(
+        Mode::Run,
+        Role::Decider,
+        b,
+        lr,
+        &dir.join("lat-index"),
+        params,
+        props,
+    )?;
+    sd.stop_after = Some(valid);
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let pinned = a.pin.filter(|_| cores >= 2);
+    if a.pin.is_some() && pinned.is_none() {
+        eprintln!("  one core: nothing pinned");
+    }
+    let (rest, own): (Vec<usize>, Vec<usize>) = ((0..cores - 1).collect(), vec![cores - 1]);
+    if pinned.is_some() {
+        if let Some(pid) = a.broker_pid {
+            pin_process(pid, &rest)?;
+        }
+        pin(0, &rest)?;
+    }
+    let own_signer = (pinned == Some(Role::Signer)).then(|| own.clone());
+    let own_decider = (pinned == Some(Role::Decider)).then(|| own.clone());
+    let hs = std::thread::spawn(move || {
+        if let Some(cores) = own_signer {
+            pin(0, &cores)?;
+        }
+        stage::run(ss)
+    });
+    let hd = std::thread::spawn(move || {
+        if let Some(cores) = own_decider {
+            pin(0, &cores)?;
+        }
+        stage::run(sd)
+    });
+    // let both join their groups before feeding
+    std::thread::sleep(Duration::from_secs(6));
+    let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
+    let join = |h: std::thread::JoinHandle<Result<stage::StageSummary>>| {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?
+    };
+    let (sig_sum, dec_sum) = (join(hs), join(hd));
+    if pinned.is_some() {
+        let all: Vec<usize> = (0..cores).collect();
+        if let Some(pid) = a.broker_pid {
+            pin_process(pid, &all)?;
+        }
+        pin(0, &all)?;
+    }
+    fed?;
+    let (sig_sum, dec_sum) = (sig_sum?, dec_sum?);
+    let show = |who: &str, h: &Hops| {
+        let parts: Vec<String> = h
+            .iter()
+            .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
+            .collect();
+        eprintln!(
+            "  {who} at {feed:.0} pages/s, p50/p99 ms: {}",
+            parts.join(", ")
+        );
+    };
+    show("signer", &sig_sum.hops);
+    show("decider", &dec_sum.hops);
+    Ok((sig_sum.hops, dec_sum.hops))
+}
+
+/// Runs `neardup bench scaleout`.
 pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let n = lines.len();
@@ -489,54 +676,16 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
 
     // 4. latency: signer and decider fed at 80 % of the one signer's rate (both roles in
     //    this process, each with its own runtime and clients, as two processes would be)
-    let lr = t("lat");
-    let lt = |s: &str| format!("{lr}-{s}");
-    create_topics(b, &[lt("in")], a.partitions)?;
-    create_topics(b, &[lt("signed"), lt("changelog")], 1)?;
-    create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
-    let mut ss = settings(
-        Mode::Run,
-        Role::Signer,
-        b,
-        &lr,
-        &dir.path().join("lat-signer"),
-        &params,
-        &[],
-    )?;
-    ss.stop_after = Some(n as u64);
-    let mut sd = settings(
-        Mode::Run,
-        Role::Decider,
-        b,
-        &lr,
-        &dir.path().join("lat-index"),
-        &params,
-        &[],
-    )?;
-    sd.stop_after = Some(valid as u64);
-    let hs = std::thread::spawn(move || stage::run(ss));
-    let hd = std::thread::spawn(move || stage::run(sd));
-    // let both join their groups before feeding
-    std::thread::sleep(Duration::from_secs(6));
     let feed = 0.8 * signers[0].0;
-    produce(b, &lt("in"), &lines, a.partitions, Some(feed))?;
-    let join = |h: std::thread::JoinHandle<Result<stage::StageSummary>>| {
-        h.join()
-            .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?
-    };
-    let (sig_sum, dec_sum) = (join(hs)?, join(hd)?);
-    let show = |who: &str, h: &std::collections::BTreeMap<String, stage::HopTimes>| {
-        let parts: Vec<String> = h
-            .iter()
-            .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
-            .collect();
-        eprintln!(
-            "  {who} at {feed:.0} pages/s, p50/p99 ms: {}",
-            parts.join(", ")
-        );
-    };
-    show("signer", &sig_sum.hops);
-    show("decider", &dec_sum.hops);
+    let (sig_hops, dec_hops) = latency_run(
+        &a,
+        &lines,
+        valid as u64,
+        &params,
+        dir.path(),
+        &t("lat"),
+        feed,
+    )?;
     Ok(ScaleoutBench {
         records: n,
         page_bytes_mean: page_mean,
@@ -554,7 +703,7 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         restore_seconds: secs,
         restore_seconds_per_million: secs * 1e6 / entries.max(1) as f64,
         latency_feed_records_per_second: feed,
-        signer_hops: sig_sum.hops,
-        decider_hops: dec_sum.hops,
+        signer_hops: sig_hops,
+        decider_hops: dec_hops,
     })
 }

@@ -157,7 +157,7 @@ pub(super) fn settings(
         signed_topic: Some(format!("{run}-signed")),
         changelog_topic: (role == Role::Decider).then(|| format!("{run}-changelog")),
         kafka_property: Some(
-            ["fetch.wait.max.ms=50", "message.max.bytes=100000000"]
+            ["message.max.bytes=100000000"]
                 .iter()
                 .map(|p| p.to_string())
                 .chain(extra.iter().cloned())

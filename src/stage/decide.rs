@@ -65,12 +65,14 @@ pub(super) fn take(
         times,
         has_text,
         origin_ms,
+        ran,
     } = job
         .prepared
         .blocking_recv()
         .map_err(|_| anyhow!("a signing task was lost"))?;
     observe("decode", times.decode);
-    let inbound = job.inbound;
+    let mut inbound = job.inbound;
+    inbound.prepared = Some(ran);
     Ok(match page_or_bad(prepared, &payload) {
         Err(bad) => {
             counts.dead_letter += 1;

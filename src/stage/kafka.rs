@@ -194,7 +194,7 @@ fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig
         .set("auto.commit.interval.ms", "1000")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
-        .set("fetch.wait.max.ms", "100")
+        .set("fetch.wait.max.ms", "10")
         // a record up to the record limit must fit one fetch, or its partition would stall
         // on brokers that do not return an oversized first record
         .set("max.partition.fetch.bytes", fetch_bytes.to_string())

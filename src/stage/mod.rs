@@ -114,7 +114,9 @@ pub struct StageSummary {
     /// Longest such time, ms.
     pub latency_max_ms: f64,
     /// Where the time went, per hop: record (consumed → acknowledged), broker (the input
-    /// record's timestamp → consumed), decide (consumed → decided or signed), produce
+    /// record's timestamp → consumed), decide (consumed → decided or signed; cut in queue,
+    /// prepare and in_order: waiting for a pool thread, its work, then waiting for the
+    /// records before and deciding), produce
     /// (decided → acknowledged), end_to_end (the input record's timestamp → acknowledged;
     /// for a decider, the timestamp of the page its signer read).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -150,6 +152,9 @@ struct Inbound {
     head: Vec<u8>,
     /// The record's size.
     len: usize,
+    /// When a pool thread started preparing it and when it was done (decode, strip, sign;
+    /// or decode a signed record).
+    prepared: Option<(Instant, Instant)>,
     _permit: InFlight,
 }
 
@@ -186,6 +191,8 @@ struct PrepOutput {
     has_text: bool,
     /// The input record's timestamp, ms (a signed record carries its input's).
     origin_ms: Option<i64>,
+    /// When a pool thread started on the record and when it was done.
+    ran: (Instant, Instant),
 }
 
 struct Job {
@@ -259,6 +266,7 @@ fn decode_signed(
         times,
         has_text,
         origin_ms,
+        ran: (started, Instant::now()),
     }
 }
 
@@ -545,6 +553,7 @@ async fn stage(
                 broker_wait: since_ms(m.timestamp().to_millis()),
                 head: value[..value.len().min(HEAD_BYTES)].to_vec(),
                 len: value.len(),
+                prepared: None,
                 _permit: InFlight::new(permit),
             };
             let payload = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
@@ -558,6 +567,7 @@ async fn stage(
                     // the decider reads pages a signer signed
                     Some(want) => decode_signed(payload, &want, fp_words, timestamp_ms),
                     None => {
+                        let started = Instant::now();
                         let (prepared, times) = prepare(&payload, &signer, max);
                         PrepOutput {
                             payload,
@@ -565,6 +575,7 @@ async fn stage(
                             times,
                             has_text: true,
                             origin_ms: timestamp_ms,
+                            ran: (started, Instant::now()),
                         }
                     }
                 };

@@ -38,6 +38,13 @@ pub(super) struct Hops {
     pub(super) broker: Latencies,
     /// Consumed → decided (or signed): queueing, decoding, stripping, signing, deciding.
     pub(super) decide: Latencies,
+    /// Consumed → a pool thread starts on it (part of decide).
+    pub(super) queue: Latencies,
+    /// The pool thread's work: decode, strip, sign (a decider: decode the signed record).
+    pub(super) prepare: Latencies,
+    /// Prepared → decided or signed: waiting for the records before it (records are decided
+    /// in order), then deciding (or writing the signed record).
+    pub(super) in_order: Latencies,
     /// Decided → acknowledged (the output and its changelog records).
     pub(super) produce: Latencies,
     /// The input record's timestamp (a signed record carries its page's) → acknowledged.
@@ -50,17 +57,23 @@ impl Hops {
             record: Latencies::new(1),
             broker: Latencies::new(2),
             decide: Latencies::new(3),
+            queue: Latencies::new(6),
+            prepare: Latencies::new(7),
+            in_order: Latencies::new(8),
             produce: Latencies::new(4),
             end_to_end: Latencies::new(5),
         }
     }
 
     /// Each hop's name and sample.
-    pub(super) fn all(&mut self) -> [(&'static str, &mut Latencies); 5] {
+    pub(super) fn all(&mut self) -> [(&'static str, &mut Latencies); 8] {
         [
             ("record", &mut self.record),
             ("broker", &mut self.broker),
             ("decide", &mut self.decide),
+            ("queue", &mut self.queue),
+            ("prepare", &mut self.prepare),
+            ("in_order", &mut self.in_order),
             ("produce", &mut self.produce),
             ("end_to_end", &mut self.end_to_end),
         ]
@@ -209,6 +222,12 @@ async fn produce_inner(
                 let i = &ob.inbound;
                 hop("broker", &mut lat.broker, i.broker_wait.map(|d| d.as_secs_f64()));
                 hop("decide", &mut lat.decide, Some(ob.decided.saturating_duration_since(i.consumed).as_secs_f64()));
+                if let Some((started, done)) = i.prepared {
+                    let d = |a: std::time::Instant, b: std::time::Instant| Some(b.saturating_duration_since(a).as_secs_f64());
+                    hop("queue", &mut lat.queue, d(i.consumed, started));
+                    hop("prepare", &mut lat.prepare, d(started, done));
+                    hop("in_order", &mut lat.in_order, d(done, ob.decided));
+                }
                 hop("produce", &mut lat.produce, Some(ob.decided.elapsed().as_secs_f64()));
                 hop("end_to_end", &mut lat.end_to_end, super::since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
                 let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };

@@ -126,6 +126,23 @@ pub fn floor_pass(html: &str) -> usize {
     text
 }
 
+/// The options of `neardup bench` the stage benchmark reads.
+fn stage_args(args: &BenchArgs) -> Result<super::bench_stage::StageBenchArgs<'_>> {
+    Ok(super::bench_stage::StageBenchArgs {
+        corpus: args
+            .corpus
+            .as_deref()
+            .context("the stage benchmark needs --corpus FILE")?,
+        limit: args.limit,
+        max_broker_record: args.max_broker_record,
+        kafka_property: &args.kafka_property,
+        broker_pid: args.broker_pid,
+        method: args.method.clone(),
+        detect: args.detect.clone(),
+        signature: args.signature.clone(),
+    })
+}
+
 /// Runs `neardup bench`.
 pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     match args.command {
@@ -164,7 +181,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         file,
     )?;
     if let (Some(b), true) = (&args.brokers, args.stage_only) {
-        let r = super::bench_stage::run(&args, b, &params, file)?;
+        let r = super::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(Vec::new());
     }
@@ -359,7 +376,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         return Err(e.into());
     }
     if let Some(b) = &args.brokers {
-        let r = super::bench_stage::run(&args, b, &params, file)?;
+        let r = super::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
         println!("{}", serde_json::to_string_pretty(&r)?);
     }
     Ok(rows)

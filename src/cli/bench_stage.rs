@@ -13,7 +13,10 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde::Serialize;
 
 use super::input;
-use crate::config::{DedupOptions, FileConfig, KafkaOptions, ReplayOptions, Role, StageOptions};
+use crate::config::{
+    DedupOptions, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, Role,
+    SignatureOptions, StageOptions,
+};
 use crate::index::IndexParams;
 use crate::stage::{self, Mode, StageSettings};
 
@@ -212,17 +215,34 @@ pub(super) fn load_lines(
     Ok(lines)
 }
 
-/// Runs the stage benchmark over the corpus at `corpus`.
+/// What the stage benchmark is run on (the options of `neardup bench` it reads).
+pub struct StageBenchArgs<'a> {
+    /// Page JSONL.
+    pub corpus: &'a Path,
+    /// Read at most this many pages.
+    pub limit: Option<usize>,
+    /// Leave out records larger than this (the broker's limit).
+    pub max_broker_record: usize,
+    /// Client properties for the stage, after the benchmark's own.
+    pub kafka_property: &'a [String],
+    /// The broker's process id, for its CPU time.
+    pub broker_pid: Option<u32>,
+    /// The detection options, for the file-mode run.
+    pub method: MethodOptions,
+    /// The detection options, for the file-mode run.
+    pub detect: DetectOptions,
+    /// The signature options, for the file-mode run.
+    pub signature: SignatureOptions,
+}
+
+/// Runs the stage benchmark over the corpus at `args.corpus`.
 pub fn run(
-    args: &super::bench::BenchArgs,
+    args: &StageBenchArgs<'_>,
     brokers: &str,
     params: &IndexParams,
     file: &FileConfig,
 ) -> Result<StageBench> {
-    let corpus = args
-        .corpus
-        .as_deref()
-        .context("the stage benchmark needs --corpus FILE")?;
+    let corpus = args.corpus;
     let lines = load_lines(corpus, args.limit, args.max_broker_record)?;
     let megabytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as f64 / 1e6;
     let dir = tempfile::tempdir()?;
@@ -284,7 +304,7 @@ pub fn run(
         &run_id,
         &dir.path().join("stage-index"),
         params,
-        &args.kafka_property,
+        args.kafka_property,
     )?;
     let (cpu0, broker0) = (
         cpu_seconds(None),
@@ -327,7 +347,7 @@ pub fn run(
         &run2,
         &dir.path().join("lat-index"),
         params,
-        &args.kafka_property,
+        args.kafka_property,
     )?;
     s2.stop_after = Some(lines.len() as u64);
     let feed = 0.8 * stage_rate;

@@ -279,7 +279,13 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                             }
                         };
                         let rec = record::tagged(
-                            &page, &signed, &outcome, &params, &params_id, keep_text,
+                            &page,
+                            &signed,
+                            &outcome.decision,
+                            outcome.repeated,
+                            &params,
+                            &params_id,
+                            keep_text,
                         );
                         serde_json::to_writer(&mut *out, &rec)?;
                         out.write_all(b"\n")?;

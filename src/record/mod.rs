@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::dedup::Outcome;
-use crate::index::{DecisionKind, IndexParams, FORMAT_VERSION};
+use crate::index::{Decision, DecisionKind, IndexParams, FORMAT_VERSION};
 use crate::signature::{fingerprint::to_hex, Signed};
 
 pub mod changelog;
@@ -330,16 +329,17 @@ pub fn params_id(p: &IndexParams) -> String {
     )
 }
 
-/// Builds the tagged record of a decided page.
+/// Builds the tagged record of a decided page (`repeated`: the id was decided before and
+/// `d` is its stored decision).
 pub fn tagged(
     page: &ValidPage,
     signed: &Signed,
-    outcome: &Outcome,
+    d: &Decision,
+    repeated: bool,
     params: &IndexParams,
     params_id: &str,
     keep_text: bool,
 ) -> Tagged {
-    let d = &outcome.decision;
     Tagged {
         schema: TAGGED_SCHEMA.to_string(),
         id: page.doc_id.clone(),
@@ -360,7 +360,7 @@ pub fn tagged(
             threshold: params.threshold,
             index_format: FORMAT_VERSION,
             params_id: params_id.to_string(),
-            repeated: Some(outcome.repeated),
+            repeated: Some(repeated),
         },
     }
 }

@@ -226,8 +226,15 @@ pub(super) fn decide_loop(
                 }
                 // a signed record carries the text unless its signer left it out
                 let keep_text = s.keep_text && has_text;
-                let mut rec =
-                    record::tagged(&page, &signed, &outcome, &s.params, &params_id, keep_text);
+                let mut rec = record::tagged(
+                    &page,
+                    &signed,
+                    &outcome.decision,
+                    outcome.repeated,
+                    &s.params,
+                    &params_id,
+                    keep_text,
+                );
                 rec.dedup.repeated = None;
                 let mut payload = serde_json::to_vec(&rec)?;
                 if payload.len() > max_out && rec.text.is_some() {

@@ -47,6 +47,7 @@ fn benches(c: &mut Criterion) {
     let bytes_opts = StripOptions {
         mode: StripMode::Bytes,
         max_bytes: cfg.max_page_bytes,
+        ..Default::default()
     };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,

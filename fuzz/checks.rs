@@ -33,6 +33,7 @@ pub fn strip(data: &[u8]) {
             &StripOptions {
                 mode,
                 max_bytes: 1 << 24,
+                ..Default::default()
             },
         )
     };

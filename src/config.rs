@@ -88,6 +88,11 @@ pub struct SignatureOptions {
     /// [default: 64]
     #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
     pub sentence_sample: Option<u32>,
+    /// Revision of the text rules: 2 (link scopes of the HTML tree rules, pages in other
+    /// languages signed in their language) or 1 (as indexes made before them, which read as
+    /// 1) [default: 2]
+    #[arg(long, env = "NEARDUP_TEXT_RULES")]
+    pub text_rules: Option<u32>,
 }
 
 impl SignatureOptions {
@@ -95,7 +100,7 @@ impl SignatureOptions {
     pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
         or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
             chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits,
-            short_shingle, short_below, sentence_sample);
+            short_shingle, short_below, sentence_sample, text_rules);
         self
     }
 
@@ -134,6 +139,7 @@ impl SignatureOptions {
             short_below: self.short_below.unwrap_or(d.short_below),
             features: d.features,
             sentence_sample: self.sentence_sample.unwrap_or(d.sentence_sample),
+            text_rules: self.text_rules.unwrap_or(d.text_rules),
         };
         c.validate()?;
         Ok(c)

@@ -240,6 +240,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let bytes_opts = StripOptions {
         mode: StripMode::Bytes,
         max_bytes: params.signature.max_page_bytes,
+        link_scopes: params.signature.text_rules >= 2,
     };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,

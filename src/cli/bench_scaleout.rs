@@ -29,7 +29,7 @@ use crate::index::{Index, IndexParams};
 use crate::record::changelog;
 use crate::record::signed::{signature_id, Consumed, SignedRecord};
 use crate::record::{Page, ValidPage};
-use crate::stage::{self, Mode};
+use crate::stage::{self, Mode, StageSettings};
 
 /// Arguments of `neardup bench scaleout`.
 #[derive(Args, Debug)]
@@ -84,33 +84,91 @@ pub struct LatencyBench {
     pub decider_hops: std::collections::BTreeMap<String, stage::HopTimes>,
 }
 
-/// Sets the cores the thread `tid` may run on (0: the calling thread); threads it starts
-/// later inherit them.
-fn pin(tid: i32, cores: &[usize]) -> Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it for cores below its size
+/// The cores thread `tid` may run on (0: the calling thread).
+fn mask_of(tid: i32) -> std::io::Result<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data, and the call writes at most its size into it
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(set)
+    }
+}
+
+/// Sets the cores thread `tid` may run on (0: the calling thread); threads it starts later
+/// inherit them. A thread that ended meanwhile is not an error.
+fn set_mask(tid: i32, set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: the call reads the set, of the size given
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    match r {
+        0 => Ok(()),
+        _ => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+            e => Err(e),
+        },
+    }
+}
+
+/// A mask of the given cores.
+fn mask(cores: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: plain data; CPU_SET checks the core against the set's size
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for &c in cores {
             libc::CPU_SET(c, &mut set);
         }
-        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            anyhow::bail!(
-                "cannot pin thread {tid} to cores {cores:?}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        set
     }
-    Ok(())
 }
 
-/// Pins every thread of process `pid`.
-fn pin_process(pid: u32, cores: &[usize]) -> Result<()> {
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
-        if let Some(tid) = task?.file_name().to_str().and_then(|t| t.parse().ok()) {
-            pin(tid, cores)?;
+/// The cores in a mask.
+fn cores_of(set: &libc::cpu_set_t) -> Vec<usize> {
+    // SAFETY: CPU_ISSET reads inside the set for cores below CPU_SETSIZE
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, set) })
+        .collect()
+}
+
+/// Threads pinned for the latency run, given back their cores when dropped.
+#[derive(Default)]
+struct Pinned {
+    saved: Vec<(i32, libc::cpu_set_t)>,
+}
+
+impl Pinned {
+    /// Pins thread `tid` to `cores`, remembering its mask.
+    fn pin(&mut self, tid: i32, cores: &[usize]) -> Result<()> {
+        let before = mask_of(tid)?;
+        set_mask(tid, &mask(cores))
+            .with_context(|| format!("cannot pin thread {tid} to cores {cores:?}"))?;
+        self.saved.push((tid, before));
+        Ok(())
+    }
+
+    /// Pins every thread of process `pid`.
+    fn pin_process(&mut self, pid: u32, cores: &[usize]) -> Result<()> {
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            let Some(tid) = task?.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            match mask_of(tid) {
+                Ok(_) => self.pin(tid, cores)?,
+                // the thread ended meanwhile
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        for (tid, set) in self.saved.drain(..).rev() {
+            let _ = set_mask(tid, &set);
         }
     }
-    Ok(())
 }
 
 /// What the scale-out benchmark measured.
@@ -356,6 +414,9 @@ fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
 
 /// `--latency-only`: the latency run alone.
 pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
+    if a.pin == Some(Role::All) {
+        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
+    }
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let valid = lines
         .iter()
@@ -428,32 +489,37 @@ fn latency_run(
         props,
     )?;
     sd.stop_after = Some(valid);
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let pinned = a.pin.filter(|_| cores >= 2);
+    // the pinned role gets the last core this process may use, the rest everything else
+    let allowed = cores_of(&mask_of(0)?);
+    let pinned = a.pin.filter(|_| allowed.len() >= 2);
     if a.pin.is_some() && pinned.is_none() {
         eprintln!("  one core: nothing pinned");
     }
-    let (rest, own): (Vec<usize>, Vec<usize>) = ((0..cores - 1).collect(), vec![cores - 1]);
+    let (own, rest) = allowed
+        .split_last()
+        .map_or((vec![], vec![]), |(o, r)| (vec![*o], r.to_vec()));
+    let mut guard = Pinned::default();
     if pinned.is_some() {
         if let Some(pid) = a.broker_pid {
-            pin_process(pid, &rest)?;
+            guard.pin_process(pid, &rest)?;
         }
-        pin(0, &rest)?;
+        guard.pin(0, &rest)?;
     }
-    let own_signer = (pinned == Some(Role::Signer)).then(|| own.clone());
-    let own_decider = (pinned == Some(Role::Decider)).then(|| own.clone());
-    let hs = std::thread::spawn(move || {
-        if let Some(cores) = own_signer {
-            pin(0, &cores)?;
+    let own_cores = |role: Role| (pinned == Some(role)).then(|| mask(&own));
+    let (own_signer, own_decider) = (own_cores(Role::Signer), own_cores(Role::Decider));
+    let run_pinned = |set: Option<libc::cpu_set_t>, s: StageSettings| {
+        move || {
+            if let Some(set) = set {
+                // the thread's own mask: given back when it ends
+                if let Err(e) = set_mask(0, &set) {
+                    eprintln!("  cannot pin a stage thread ({e}): it runs unpinned");
+                }
+            }
+            stage::run(s)
         }
-        stage::run(ss)
-    });
-    let hd = std::thread::spawn(move || {
-        if let Some(cores) = own_decider {
-            pin(0, &cores)?;
-        }
-        stage::run(sd)
-    });
+    };
+    let hs = std::thread::spawn(run_pinned(own_signer, ss));
+    let hd = std::thread::spawn(run_pinned(own_decider, sd));
     // let both join their groups before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
@@ -462,13 +528,7 @@ fn latency_run(
             .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?
     };
     let (sig_sum, dec_sum) = (join(hs), join(hd));
-    if pinned.is_some() {
-        let all: Vec<usize> = (0..cores).collect();
-        if let Some(pid) = a.broker_pid {
-            pin_process(pid, &all)?;
-        }
-        pin(0, &all)?;
-    }
+    drop(guard);
     fed?;
     let (sig_sum, dec_sum) = (sig_sum?, dec_sum?);
     let show = |who: &str, h: &Hops| {
@@ -488,6 +548,9 @@ fn latency_run(
 
 /// Runs `neardup bench scaleout`.
 pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
+    if a.pin == Some(Role::All) {
+        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
+    }
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let n = lines.len();
     let b = a.brokers.as_str();

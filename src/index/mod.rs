@@ -332,8 +332,9 @@ fn diff_params(stored: &IndexParams, asked: &IndexParams) -> String {
     let a = serde_json::to_value(stored).unwrap_or_default();
     let b = serde_json::to_value(asked).unwrap_or_default();
     let mut out = Vec::new();
-    // a key left out of the JSON is a setting at its default
-    let default = serde_json::Value::String("(default)".into());
+    // a key left out of the JSON is a setting at its default, or one the index predates (it
+    // then reads as the value before the setting existed)
+    let default = serde_json::Value::String("(not stored)".into());
     fn walk(
         prefix: &str,
         a: &serde_json::Value,

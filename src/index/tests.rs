@@ -186,7 +186,7 @@ fn sentence_index_params_are_stored_and_checked() {
         "{err}"
     );
     assert!(
-        err.contains("signature.features: \"sentences\" → \"(default)\""),
+        err.contains("signature.features: \"sentences\" → \"(not stored)\""),
         "{err}"
     );
     let mut bigger = sent.clone();
@@ -196,7 +196,7 @@ fn sentence_index_params_are_stored_and_checked() {
         .unwrap()
         .to_string();
     assert!(
-        err.contains("signature.sentence_sample: \"(default)\" → 128"),
+        err.contains("signature.sentence_sample: \"(not stored)\" → 128"),
         "{err}"
     );
     let existing = Index::open_existing(Box::new(RocksStore::open(dir.path()).unwrap())).unwrap();

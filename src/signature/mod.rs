@@ -73,6 +73,17 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+/// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
+pub const TEXT_RULES: u32 = 2;
+
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
 }
@@ -177,6 +188,14 @@ pub struct SignatureConfig {
         skip_serializing_if = "is_default_sentence_sample"
     )]
     pub sentence_sample: u32,
+    /// Revision of the text rules, which change signatures without a setting of their own:
+    /// 1, links counted as nested and open to the end of the page when never closed, pages
+    /// signed in the index language only; 2 ([`TEXT_RULES`]), links end where the HTML
+    /// tree rules end them (a table cell is a scope) and a page the index language cannot
+    /// sign is signed in its own ([`Signer`]). Absent from the stored settings of an index
+    /// made before revision 2, which read as 1 and keep deciding as they did.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub text_rules: u32,
 }
 
 impl Default for SignatureConfig {
@@ -198,6 +217,7 @@ impl Default for SignatureConfig {
             short_below: 10,
             features: Features::Spotsigs,
             sentence_sample: default_sentence_sample(),
+            text_rules: TEXT_RULES,
         }
     }
 }
@@ -225,6 +245,9 @@ pub enum SignatureConfigError {
     /// A sentence sample of no sentences.
     #[error("the sentence sample must keep at least 1 sentence hash (got 0)")]
     SentenceSample,
+    /// An unknown revision of the text rules.
+    #[error("text-rules must be 1 or 2 (got {0})")]
+    TextRules(u32),
 }
 
 impl SignatureConfig {
@@ -257,6 +280,9 @@ impl SignatureConfig {
         }
         if self.sentence_sample == 0 {
             return Err(SignatureConfigError::SentenceSample);
+        }
+        if !(1..=TEXT_RULES).contains(&self.text_rules) {
+            return Err(SignatureConfigError::TextRules(self.text_rules));
         }
         Ok(())
     }
@@ -320,6 +346,9 @@ pub struct Signer {
     others: Vec<(Language, Tokenizer)>,
     /// For text in a language without shipped lists: every word is prose.
     unlisted: Tokenizer,
+    /// The index language's shipped lists (the language guess counts them as its own even
+    /// when the configured stopwords replace them).
+    shipped: WordLists,
 }
 
 /// Words a region (or page) must have before a page that the index language cannot sign
@@ -329,6 +358,17 @@ pub const OTHER_LANGUAGE_MIN_WORDS: usize = 25;
 /// Text in a language without lists is signed from its blocks of at least this many words
 /// (sentences, not menu entries or names).
 pub const UNLISTED_MIN_BLOCK_WORDS: usize = 8;
+
+/// Words a language guess reads at most: enough for a share of stopwords to be clear, and
+/// a bound on its cost on large pages.
+pub const GUESS_WORDS: usize = 2_000;
+
+/// UAX #29 words of a text.
+fn word_count(text: &str) -> usize {
+    let mut n = 0;
+    text::for_each_word(text, |_| n += 1);
+    n
+}
 
 /// Which blocks of a page [`Signer::select`] signed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,6 +402,7 @@ impl Signer {
             strip: StripOptions {
                 mode: config.strip,
                 max_bytes: config.max_page_bytes,
+                link_scopes: config.text_rules >= 2,
             },
             spot: SpotParams {
                 distance: config.spot_distance,
@@ -380,6 +421,7 @@ impl Signer {
                 })
                 .collect(),
             unlisted: Tokenizer::uncached(WordLists::every_word(), lang, false),
+            shipped: WordLists::for_language(lang),
         })
     }
 
@@ -496,13 +538,13 @@ impl Signer {
     /// every block of the page, if that gives `short-below` of them.
     pub(crate) fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family, Source) {
         let (tokens, sigs, family) = self.select_in_language(text);
-        if (family.short() || sigs.set_len() < self.config.short_below as usize)
-            && self.config.short_shingle > 0
-            && self.config.content == Content::Main
-            && self.config.features.is_spotsigs()
-        {
+        if self.try_other_languages(&sigs, family) && self.config.content == Content::Main {
             let signed = sigs.set_len() >= self.config.short_below as usize;
-            if let Some(other) = self.other_language(text, signed) {
+            let attempts = [
+                (self.blocks_of(text, false).collect(), false),
+                (self.blocks_of(text, true).collect(), true),
+            ];
+            if let Some(other) = self.other_language(&attempts, signed) {
                 return other;
             }
         }
@@ -520,13 +562,8 @@ impl Signer {
         text: &'a Stripped,
         source: Source,
     ) -> impl Iterator<Item = &'a str> + 'a {
-        self.blocks_of(text, source.whole).filter(move |b| {
-            source.min_block_words == 0 || {
-                let mut n = 0;
-                text::for_each_word(b, |_| n += 1);
-                n >= source.min_block_words
-            }
-        })
+        self.blocks_of(text, source.whole)
+            .filter(move |b| source.min_block_words == 0 || word_count(b) >= source.min_block_words)
     }
 
     /// A page the index language signs only as a short page, or not at all (fewer than
@@ -545,36 +582,38 @@ impl Signer {
     /// of its main region: it keeps a template sample and is matched across templates only.
     fn other_language(
         &self,
-        text: &Stripped,
+        attempts: &[(Vec<&str>, bool)],
         signed_in_language: bool,
     ) -> Option<(Tokens, Signatures, Family, Source)> {
         let enough = self.config.short_below as usize;
-        for all in [false, true] {
-            let blocks: Vec<&str> = self.blocks_of(text, all).collect();
-            let (words, best) = self.guess_language(&blocks);
+        for (blocks, whole) in attempts {
+            let (words, best) = self.guess_language(blocks);
             if words < OTHER_LANGUAGE_MIN_WORDS {
                 continue;
             }
             let mut tokens = Tokens::default();
             let mut source = Source {
-                whole: all,
+                whole: *whole,
                 min_block_words: 0,
             };
             let (sigs, family) = match best {
                 Some(i) => {
                     let tok = &self.others[i].1;
-                    for b in &blocks {
+                    for b in blocks {
                         tok.push_block(b, &mut tokens);
                     }
                     match self.signatures(&tokens) {
-                        (sigs, Family::Spotsigs) if all => (sigs, Family::Page),
+                        (sigs, Family::Spotsigs) if *whole => (sigs, Family::Page),
                         found => found,
                     }
                 }
                 None if signed_in_language => return None,
                 None => {
                     source.min_block_words = UNLISTED_MIN_BLOCK_WORDS;
-                    for b in self.source_blocks(text, source) {
+                    for b in blocks
+                        .iter()
+                        .filter(|b| word_count(b) >= UNLISTED_MIN_BLOCK_WORDS)
+                    {
                         self.unlisted.push_block(b, &mut tokens);
                     }
                     let k = self.config.short_shingle as usize;
@@ -588,24 +627,43 @@ impl Signer {
         None
     }
 
-    /// The words of `blocks` and the index in `others` of the language whose stopwords
-    /// cover the most of them, if it covers at least a tenth and twice the index
-    /// language's share.
+    /// Whether a text the index language signed as `family` with `sigs` may be tried in
+    /// other languages ([`Signer::other_language`]).
+    fn try_other_languages(&self, sigs: &Signatures, family: Family) -> bool {
+        (family.short() || sigs.set_len() < self.config.short_below as usize)
+            && self.config.text_rules >= 2
+            && self.config.short_shingle > 0
+            && self.config.features.is_spotsigs()
+    }
+
+    /// The words of `blocks` (counted up to [`GUESS_WORDS`]) and the index in `others` of
+    /// the language whose stopwords cover the most of them, if it covers at least a tenth
+    /// and twice the index language's share (its shipped list's or the configured one's,
+    /// whichever covers more).
     fn guess_language(&self, blocks: &[&str]) -> (usize, Option<usize>) {
         let mut hits = vec![0usize; self.others.len()];
         let (mut words, mut own) = (0usize, 0usize);
         let mut lower = String::new();
-        let own_lists = self.tokenizer.lists();
-        for b in blocks {
+        let configured = self.tokenizer.lists();
+        'blocks: for b in blocks {
+            let mut full = false;
             text::for_each_word(b, |w| {
+                if words >= GUESS_WORDS {
+                    full = true;
+                    return;
+                }
                 words += 1;
                 lower.clear();
-                lower.extend(w.chars().flat_map(char::to_lowercase));
-                own += own_lists.is_stopword(&lower) as usize;
+                text::push_lowercase(&mut lower, w);
+                own +=
+                    (configured.is_stopword(&lower) || self.shipped.is_stopword(&lower)) as usize;
                 for (i, (_, t)) in self.others.iter().enumerate() {
                     hits[i] += t.lists().is_stopword(&lower) as usize;
                 }
             });
+            if full {
+                break 'blocks;
+            }
         }
         let best = (0..hits.len())
             .max_by_key(|&i| (hits[i], std::cmp::Reverse(i)))
@@ -650,9 +708,7 @@ impl Signer {
     /// Signs plain text (no markup): every non-empty line is a block, all of them signed.
     /// For texts given inline, e.g. a result set's snippets or bodies.
     pub fn sign_text(&self, plain: &str) -> Signed {
-        let mut tokens = Tokens::default();
-        self.text_tokens(plain, &mut tokens);
-        let (sigs, family) = self.signatures(&tokens);
+        let (tokens, sigs, family) = self.select_text(plain);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
         Signed {
             text: Stripped {
@@ -669,10 +725,24 @@ impl Signer {
 
     /// The signatures of plain text as strings ([`Signer::sign_text`]'s blocks).
     pub fn text_signature_strings(&self, plain: &str) -> Vec<String> {
+        let (tokens, _, family) = self.select_text(plain);
+        self.strings(&tokens, family)
+    }
+
+    /// The tokens, signatures and family of plain text: its lines in the index language,
+    /// else, as for a page, in another ([`Signer::other_language`]).
+    fn select_text(&self, plain: &str) -> (Tokens, Signatures, Family) {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
-        let family = self.signatures(&tokens).1;
-        self.strings(&tokens, family)
+        let (sigs, family) = self.signatures(&tokens);
+        if self.try_other_languages(&sigs, family) {
+            let lines: Vec<&str> = plain.lines().filter(|l| !l.trim().is_empty()).collect();
+            let signed = sigs.set_len() >= self.config.short_below as usize;
+            if let Some((t, s, f, _)) = self.other_language(&[(lines, false)], signed) {
+                return (t, s, f);
+            }
+        }
+        (tokens, sigs, family)
     }
 
     fn text_tokens(&self, plain: &str, out: &mut Tokens) {

@@ -468,3 +468,43 @@ fn english_pages_are_not_taken_for_another_language() {
         "{strings:?}"
     );
 }
+
+#[test]
+fn plain_text_in_another_language_is_signed_as_its_page() {
+    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    let lines = "Le conseil municipal a voté lundi soir le budget de la ville pour l'année \
+        prochaine.\nLes élus de l'opposition ont dénoncé une hausse des impôts qui pèsera sur \
+        les ménages les plus modestes, tandis que le maire a défendu des investissements dans \
+        les écoles et les transports.\nLa séance a duré plus de quatre heures et le vote a été \
+        acquis à une courte majorité.";
+    let page = format!(
+        "<html><body><article>{}</article></body></html>",
+        lines
+            .lines()
+            .map(|l| format!("<p>{l}</p>"))
+            .collect::<String>()
+    );
+    let text = s.sign_text(lines);
+    assert_eq!(text.family, Family::Spotsigs);
+    assert_eq!(text.sigs, s.sign(&page).sigs);
+    let mut hashes: Vec<u32> = s
+        .text_signature_strings(lines)
+        .iter()
+        .map(|x| Signer::signature_hash(x))
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    assert_eq!(hashes, text.sigs.hashes().collect::<Vec<_>>());
+    // text rules 1: the index language only, as before
+    let old = Signer::new(&SignatureConfig {
+        text_rules: 1,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert_ne!(old.sign(&page).family, Family::Spotsigs);
+    assert!(Signer::new(&SignatureConfig {
+        text_rules: 3,
+        ..SignatureConfig::default()
+    })
+    .is_err());
+}

@@ -8,4 +8,4 @@ pub mod tokens;
 
 pub use lang::{Language, WordLists};
 pub use strip::{main_region, strip, Block, BlockKind, StripMode, StripOptions, Stripped};
-pub use tokens::{for_each_word, TokenFlags, Tokenizer, Tokens};
+pub use tokens::{for_each_word, push_lowercase, TokenFlags, Tokenizer, Tokens};

@@ -304,7 +304,7 @@ impl Tokenizer {
 }
 
 /// Appends `word` lowercased, with the typographic apostrophe as `'` (isn’t = isn't).
-fn push_lowercase(buf: &mut String, word: &str) {
+pub fn push_lowercase(buf: &mut String, word: &str) {
     let start = buf.len();
     if word.is_ascii() {
         buf.push_str(word);

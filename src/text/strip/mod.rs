@@ -142,6 +142,10 @@ pub struct StripOptions {
     pub mode: StripMode,
     /// Input bytes considered at most; the rest is ignored and `truncated` is set.
     pub max_bytes: usize,
+    /// Links end where the HTML tree rules end them (a table cell is a scope; an `<a>` ends
+    /// an open one). Off: each `<a>` nests and lasts to its end tag, as revision 1 of the
+    /// text rules had it. The tree path always follows the tree.
+    pub link_scopes: bool,
 }
 
 impl Default for StripOptions {
@@ -149,6 +153,7 @@ impl Default for StripOptions {
         StripOptions {
             mode: StripMode::Bytes,
             max_bytes: 16 * 1024 * 1024,
+            link_scopes: true,
         }
     }
 }
@@ -158,8 +163,8 @@ pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let (input, truncated) = cut(html, opts.max_bytes);
     let input = tame_tags(input);
     let mut out = match opts.mode {
-        StripMode::Bytes => scan::strip(&input),
-        StripMode::Tokens => oracle::strip(&input),
+        StripMode::Bytes => scan::strip(&input, opts.link_scopes),
+        StripMode::Tokens => oracle::strip(&input, opts.link_scopes),
         StripMode::Tree => tree::strip(&input),
     };
     out.truncated = truncated;

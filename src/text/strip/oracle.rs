@@ -48,8 +48,8 @@ impl TokenSink for Sink {
 }
 
 /// Strips `html` with html5ever's tokenizer.
-pub(super) fn strip(html: &str) -> Stripped {
-    let sink = Sink(RefCell::new(Rules::default()));
+pub(super) fn strip(html: &str, link_scopes: bool) -> Stripped {
+    let sink = Sink(RefCell::new(Rules::new(link_scopes)));
     let tok = Tokenizer::new(sink, TokenizerOpts::default());
     let queue = BufferQueue::default();
     queue.push_back(StrTendril::from_slice(html));

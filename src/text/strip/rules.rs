@@ -182,14 +182,20 @@ pub(super) struct Rules {
 /// Whether text is link text, as the HTML tree-building rules place `<a>` elements: links
 /// do not nest (an `<a>` inside an open one ends it first), and a table cell is a scope
 /// (a marker in the list of active formatting elements): a cell starts with the link
-/// state of its table's context, and a link opened in a cell and never closed ends with
-/// the cell instead of running over the rest of the page. Pages that leave their links
-/// open in table cells (a "most viewed" box of a 2000s CMS) otherwise count their whole
-/// article as link text.
+/// state of its table's context, a link opened in a cell and never closed ends with the
+/// cell instead of running over the rest of the page, and a link around the table still
+/// holds the cell's text after a link of the cell ends. Pages that leave their links open
+/// in table cells (a "most viewed" box of a 2000s CMS) otherwise count their whole article
+/// as link text. Without scopes (`StripOptions::link_scopes` off, text rules 1) every `<a>`
+/// nests and lasts to its end tag.
 #[derive(Default)]
 struct Links {
-    open: bool,
-    /// For each open table (bounded), the link state around it.
+    scopes: bool,
+    /// With scopes: a link opened in the current cell (or outside any table).
+    here: bool,
+    /// Without scopes: open `<a>` elements.
+    depth: u32,
+    /// For each open table (bounded), whether its context is link text.
     tables: Vec<bool>,
     /// Tables opened beyond the bound (not tracked).
     overflow: u32,
@@ -198,45 +204,70 @@ struct Links {
 const MAX_TABLES: usize = 64;
 
 impl Links {
+    fn open(&self) -> bool {
+        if self.scopes {
+            self.here || self.tables.last().copied().unwrap_or(false)
+        } else {
+            self.depth > 0
+        }
+    }
+
     fn start(&mut self, name: &str) {
+        if !self.scopes {
+            if name == "a" {
+                self.depth += 1;
+            }
+            return;
+        }
         match name {
-            "a" => self.open = true,
+            "a" => self.here = true,
             "table" => {
                 if self.tables.len() < MAX_TABLES {
-                    self.tables.push(self.open);
+                    self.tables.push(self.open());
+                    self.here = false;
                 } else {
                     self.overflow += 1;
                 }
             }
-            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.reset(),
+            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.here = false,
             _ => {}
         }
     }
 
     fn end(&mut self, name: &str) {
+        if !self.scopes {
+            if name == "a" {
+                self.depth = self.depth.saturating_sub(1);
+            }
+            return;
+        }
         match name {
-            "a" => self.open = false,
+            "a" => self.here = false,
             "table" => {
                 if self.overflow > 0 {
                     self.overflow -= 1;
                 } else if let Some(outer) = self.tables.pop() {
-                    self.open = outer;
+                    self.here = outer;
                 }
             }
-            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.reset(),
+            "td" | "th" | "tr" | "caption" | "thead" | "tbody" | "tfoot" => self.here = false,
             _ => {}
-        }
-    }
-
-    /// A cell boundary: back to the link state around the innermost table.
-    fn reset(&mut self) {
-        if let Some(&outer) = self.tables.last() {
-            self.open = outer;
         }
     }
 }
 
 impl Rules {
+    /// Rules with or without link scopes ([`Links`]).
+    pub(super) fn new(link_scopes: bool) -> Rules {
+        Rules {
+            links: Links {
+                scopes: link_scopes,
+                ..Links::default()
+            },
+            ..Rules::default()
+        }
+    }
+
     /// A start tag of `name` ([`tag_info`] of it: `info`); `attrs` are its attributes
     /// (name, value), read only for containers.
     pub(super) fn start_tag<'a>(
@@ -336,7 +367,7 @@ impl Rules {
         let visible = self.raw_hidden.is_none()
             && self.hidden.is_none()
             && (!self.in_head || self.b.kind == Some(BlockKind::Title));
-        visible.then_some(self.links.open)
+        visible.then_some(self.links.open())
     }
 
     /// Text (character data, entities decoded); dropped where hidden.

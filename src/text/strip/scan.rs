@@ -12,10 +12,10 @@ use super::rules::{tag_info, Next, Raw, Rules};
 use super::Stripped;
 
 /// Strips `html` in one pass over its bytes.
-pub(super) fn strip(html: &str) -> Stripped {
+pub(super) fn strip(html: &str, link_scopes: bool) -> Stripped {
     let mut s = Scanner {
         src: html,
-        rules: Rules::default(),
+        rules: Rules::new(link_scopes),
         name: String::new(),
         class: String::new(),
         id: String::new(),

@@ -207,6 +207,7 @@ fn junk_and_limits_never_panic() {
                 &StripOptions {
                     mode,
                     max_bytes: 1 << 20,
+                    ..Default::default()
                 },
             );
         }
@@ -215,6 +216,7 @@ fn junk_and_limits_never_panic() {
             &StripOptions {
                 mode,
                 max_bytes: 1 << 20,
+                ..Default::default()
             },
         );
         assert_eq!(s.text, "deep text");
@@ -223,6 +225,7 @@ fn junk_and_limits_never_panic() {
             &StripOptions {
                 mode,
                 max_bytes: 1 << 20,
+                ..Default::default()
             },
         );
         assert_eq!(p.text, "plain words here");
@@ -248,6 +251,7 @@ fn size_limit_cuts_on_char_boundary() {
         &StripOptions {
             mode: StripMode::Tokens,
             max_bytes: 10,
+            ..Default::default()
         },
     );
     assert!(s.truncated);
@@ -293,5 +297,25 @@ fn links_left_open_in_table_cells_end_with_the_cell() {
         assert_eq!(find("inside a linked table").1, 4, "{mode:?}");
         assert_eq!(find("still linked").1, 2, "{mode:?}");
         assert_eq!(find("plain").1, 0, "{mode:?}");
+    }
+    // a link around a table holds the cell's text after a link of the cell ends
+    let nested = "<p><a href=/o><table><tr><td><a href=/i>x</a> y z</td></tr></table></a></p>";
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(nested, mode);
+        let (b, t) = s.iter().next().expect("a block");
+        assert_eq!((t, b.link_words, b.words), ("x y z", 3, 3), "{mode:?}");
+    }
+    // text rules 1: every <a> nests and lasts to its end tag
+    let old = StripOptions {
+        link_scopes: false,
+        ..Default::default()
+    };
+    for mode in [StripMode::Bytes, StripMode::Tokens] {
+        let s = strip(page, &StripOptions { mode, ..old });
+        let article = s
+            .iter()
+            .find(|(_, t)| *t == "The article text that follows the box.")
+            .expect("the article");
+        assert_eq!(article.0.link_words, 7, "{mode:?}");
     }
 }

@@ -251,6 +251,20 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
     assert_eq!(summary["records"], records.len());
     assert_eq!(summary["stopped_by"], "end");
     assert_eq!(summary["repeated"], records.len() - n_bad);
+    // the stage's own time is cut in queue, prepare and in order: each a part of decide
+    let hop_max = |h: &str| {
+        summary["hops"][h]["max_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no hop {h} in {}", summary["hops"]))
+    };
+    for part in ["queue", "prepare", "in_order"] {
+        assert!(
+            hop_max(part) >= 0.0 && hop_max(part) <= hop_max("decide") + 1e-6,
+            "{part} {} against decide {}",
+            hop_max(part),
+            hop_max("decide")
+        );
+    }
     let again = b.read(
         &["replay-unique", "replay-duplicate", "replay-dead"],
         records.len(),

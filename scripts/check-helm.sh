@@ -108,7 +108,9 @@ for v in "${variants[@]}"; do
       "$(sed -n 's/^ok .*: [^ ]* \([A-Za-z]*\)\/.*/\1/p' "$WORK/$name.models.txt" | sort | uniq -c | awk '{printf "%s%s×%s", (NR>1?", ":""), $2, $1}')"
   fi
   if ! "$YAMLLINT" -c helm/yamllint.yaml "$out"; then fail "$name: yamllint of the rendered manifest"; ok=0; fi
-  if ! "$PY" scripts/helm_checks.py drift --bin "$NEARDUP_BIN" "$out"; then fail "$name: drift check"; ok=0; fi
+  defaults=()
+  [ "$v" = default ] && defaults=(--defaults)
+  if ! "$PY" scripts/helm_checks.py drift --bin "$NEARDUP_BIN" "${defaults[@]}" "$out"; then fail "$name: drift check"; ok=0; fi
   [ "$ok" = 1 ] && nvariants=$((nvariants + 1))
 done
 summary+=("variants: $nvariants/${#variants[@]} passed lint --strict, template, kubernetes-validate --strict, kubernetes-models, yamllint, drift (--check-config)")

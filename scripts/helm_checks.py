@@ -369,6 +369,39 @@ def check_roles(stages):
               f"{d.get('changelog_topic')})")
 
 
+def binary_defaults(bin_path):
+    """The settings `neardup run` resolves with no flag, variable or file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([bin_path, "run", "--check-config"], capture_output=True, text=True,
+                              cwd=tmp, env=clean_env({"HOME": tmp}), timeout=60)
+    if proc.returncode != 0:
+        raise DriftError(f"`neardup run --check-config` with no settings failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def check_defaults(bin_path, stages):
+    """The chart's default values sign and detect as the binary's defaults do: a chart that
+    kept an old default would give Kubernetes users other decisions than the README's."""
+    base = binary_defaults(bin_path)
+    for kind, name, s in stages:
+        for key in ("params", "retention"):
+            if s.get(key) != base.get(key):
+                diff = json_diff(base.get(key), s.get(key), key)
+                raise DriftError(f"{kind}/{name}: the chart's default {key} differ from the "
+                                 f"binary's defaults: {'; '.join(diff)}")
+        print(f"defaults ok: {kind}/{name}: detection and signature settings are the binary's defaults")
+
+
+def json_diff(a, b, prefix):
+    """The paths where two JSON values differ, as 'path: a → b'."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += json_diff(a.get(k), b.get(k), f"{prefix}.{k}")
+        return out
+    return [] if a == b else [f"{prefix}: {json.dumps(a)} (binary) → {json.dumps(b)} (chart)"]
+
+
 def cmd_drift(a):
     a.bin = os.path.abspath(a.bin)
     docs = load_docs(a.manifest)
@@ -399,6 +432,8 @@ def cmd_drift(a):
                 print(f"drift ok: {kind}/{name}: `neardup {sub} --check-config` accepts it "
                       f"({role}group {s.get('group_id')}, {where})")
         check_roles(stages)
+        if a.defaults:
+            check_defaults(a.bin, stages)
     except DriftError as e:
         print(f"drift FAIL: {e}", file=sys.stderr)
         return 1
@@ -557,6 +592,9 @@ def main():
     sp = p.add_subparsers(dest="cmd", required=True)
     d = sp.add_parser("drift")
     d.add_argument("--bin", required=True)
+    d.add_argument("--defaults", action="store_true",
+                   help="also require every stage's detection and signature settings to be the "
+                        "binary's own defaults (the chart's default values)")
     d.add_argument("manifest")
     v = sp.add_parser("values-doc")
     v.add_argument("values")

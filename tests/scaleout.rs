@@ -324,51 +324,35 @@ fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
             .output()
             .unwrap()
     };
-    let out = create(&[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let state = |v: &serde_json::Value, t: &str| {
-        let e = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["topic"] == t)
-            .unwrap_or_else(|| panic!("{t} in {v}"))
-            .clone();
-        (
-            e["state"].as_str().unwrap().to_string(),
-            e["partitions"].as_i64().unwrap(),
-        )
-    };
-    for (t, parts) in [
-        ("pages-unique", 3),
-        ("pages-duplicate", 3),
-        ("pages-dead-letter", 3),
-        (SIGNED, 1),
-        (CHANGELOG, 1),
-    ] {
-        assert_eq!(state(&v, t), ("created".to_string(), parts), "{t}");
-    }
-    // a second run finds them on the brokers, with those partitions, and leaves them
-    let again = create(&[]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-    for (t, parts) in [
-        ("pages-unique", 3),
-        ("pages-duplicate", 3),
-        ("pages-dead-letter", 3),
-        (SIGNED, 1),
-        (CHANGELOG, 1),
-    ] {
-        assert_eq!(state(&v, t), ("exists".to_string(), parts), "{t}");
+    // the first run creates the topics; a second finds them on the brokers, with those
+    // partitions, and leaves them
+    for want in ["created", "exists"] {
+        let out = create(&[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for (t, parts) in [
+            ("pages-unique", 3),
+            ("pages-duplicate", 3),
+            ("pages-dead-letter", 3),
+            (SIGNED, 1),
+            (CHANGELOG, 1),
+        ] {
+            let e = v
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["topic"] == t)
+                .unwrap_or_else(|| panic!("{t} in {v}"));
+            let state = (
+                e["state"].as_str().unwrap(),
+                e["partitions"].as_i64().unwrap(),
+            );
+            assert_eq!(state, (want, parts), "{t}");
+        }
     }
     // a changelog of several partitions would lose the order of the decisions
     b.create_topics(&[("split-changelog", 2)]);
@@ -376,40 +360,30 @@ fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
     assert!(!split.status.success());
     let err = String::from_utf8_lossy(&split.stderr);
     assert!(err.contains("exactly one"), "{err}");
-    // and so would a decider started on it
+    // a decider started on it, or on a missing one (the brokers would create it with their
+    // defaults), exits with the reason
     let dir = tempfile::tempdir().unwrap();
-    let mut d = Stage::start(
-        &b,
-        &dir.path().join("index"),
-        &dir.path().join("d.log"),
-        &[
-            "--role",
-            "decider",
-            "--changelog-topic",
-            "split-changelog",
-            "--failure-hold",
-            "0s",
-        ],
-    );
-    assert_eq!(d.wait(Duration::from_secs(60)), Some(2));
-    let log = std::fs::read_to_string(dir.path().join("d.log")).unwrap();
+    let refused = |name: &str, changelog: &str| {
+        let log = dir.path().join(format!("{name}.log"));
+        let mut d = Stage::start(
+            &b,
+            &dir.path().join(name),
+            &log,
+            &[
+                "--role",
+                "decider",
+                "--changelog-topic",
+                changelog,
+                "--failure-hold",
+                "0s",
+            ],
+        );
+        assert_eq!(d.wait(Duration::from_secs(60)), Some(2), "{changelog}");
+        std::fs::read_to_string(log).unwrap()
+    };
+    let log = refused("split", "split-changelog");
     assert!(log.contains("exactly one"), "{log}");
-    // and a missing one: the brokers would create it with their defaults
-    let mut d = Stage::start(
-        &b,
-        &dir.path().join("index-2"),
-        &dir.path().join("d2.log"),
-        &[
-            "--role",
-            "decider",
-            "--changelog-topic",
-            "no-such-changelog",
-            "--failure-hold",
-            "0s",
-        ],
-    );
-    assert_eq!(d.wait(Duration::from_secs(60)), Some(2));
-    let log = std::fs::read_to_string(dir.path().join("d2.log")).unwrap();
+    let log = refused("missing", "no-such-changelog");
     assert!(
         log.contains("does not exist") && log.contains("topics create"),
         "{log}"

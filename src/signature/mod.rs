@@ -645,11 +645,12 @@ impl Signer {
         let (mut words, mut own) = (0usize, 0usize);
         let mut lower = String::new();
         let configured = self.tokenizer.lists();
-        'blocks: for b in blocks {
-            let mut full = false;
+        for b in blocks {
+            if words >= GUESS_WORDS {
+                break;
+            }
             text::for_each_word(b, |w| {
                 if words >= GUESS_WORDS {
-                    full = true;
                     return;
                 }
                 words += 1;
@@ -661,9 +662,6 @@ impl Signer {
                     hits[i] += t.lists().is_stopword(&lower) as usize;
                 }
             });
-            if full {
-                break 'blocks;
-            }
         }
         let best = (0..hits.len())
             .max_by_key(|&i| (hits[i], std::cmp::Reverse(i)))

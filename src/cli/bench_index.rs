@@ -83,7 +83,7 @@ pub struct IndexRow {
     /// Longest.
     pub max_us: f64,
     /// CPU time of the whole process (RocksDB's background threads included) per decision
-    /// over the last 10 %, microseconds.
+    /// over the last 10 %, less the generation of the synthetic pages, microseconds.
     pub cpu_us_per_decision: Option<f64>,
     /// Wall time to build the index (generation of the pages included), seconds.
     pub build_seconds: f64,
@@ -182,6 +182,20 @@ fn percentile(sorted: &[u32], q: f64) -> f64 {
     f64::from(sorted[i]) / 1000.0
 }
 
+/// CPU time of the calling thread, seconds (0 where the clock is not available).
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
 /// Builds one index of `n` synthetic pages with `method` in `dir`.
 pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Result<IndexRow> {
     let (params, bits) = params_for(method, args.threshold)?;
@@ -197,7 +211,9 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     // run stopped by the time limit is measured over the last 10 % of what it reached
     let mut lat: Vec<u32> = Vec::with_capacity(n.min(50_000_000) as usize);
     let step = (n / 100).max(1);
-    let mut cpu_marks: Vec<(u64, Option<f64>)> = vec![(0, cpu_seconds(None))];
+    let mut cpu_marks: Vec<(u64, Option<f64>, f64)> = vec![(0, cpu_seconds(None), 0.0)];
+    // CPU time spent generating pages (this thread's), left out of the CPU a decision
+    let mut gen_cpu = 0.0;
     let mut row = IndexRow {
         method: method.to_string(),
         target_docs: n,
@@ -212,9 +228,11 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
             }
         }
         if i % step == 0 && i > 0 {
-            cpu_marks.push((i, cpu_seconds(None)));
+            cpu_marks.push((i, cpu_seconds(None), gen_cpu));
         }
+        let g = thread_cpu_seconds();
         let page = gen.next_page();
+        gen_cpu += thread_cpu_seconds() - g;
         let t = Instant::now();
         let out = dedup.decide(
             PageRef {
@@ -261,9 +279,10 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     let mut last = lat[reached - tenth..].to_vec();
     row.decisions_per_second = rate(&last);
     let from = (reached - tenth) as u64;
-    let mark = cpu_marks.iter().rev().find(|(i, _)| *i <= from);
-    if let (Some((i0, Some(c0))), Some(c1)) = (mark, cpu_seconds(None)) {
-        row.cpu_us_per_decision = Some((c1 - c0) * 1e6 / (reached as u64 - i0).max(1) as f64);
+    let mark = cpu_marks.iter().rev().find(|(i, _, _)| *i <= from);
+    if let (Some((i0, Some(c0), g0)), Some(c1)) = (mark, cpu_seconds(None)) {
+        let cpu = (c1 - c0) - (gen_cpu - g0);
+        row.cpu_us_per_decision = Some(cpu.max(0.0) * 1e6 / (reached as u64 - i0).max(1) as f64);
     }
     last.sort_unstable();
     row.p50_us = percentile(&last, 0.5);

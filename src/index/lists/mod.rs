@@ -103,6 +103,29 @@ fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Asks the processor to bring the cache line holding `at` closer without waiting for it
+/// (a software prefetch: unlike a load it retires at once, so the misses of many lookups
+/// overlap and none holds up the instructions behind it). A hint only; nothing elsewhere.
+#[inline(always)]
+fn prefetch<T>(at: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE is part of every x86_64 target, and a prefetch of any address is a
+        // hint that never faults or reads anything the program sees.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// How many of `keys` equal `key` (a loop the compiler turns into vector compares: the
+/// buffer of a shard is scanned whole, and most scans find nothing).
+#[inline]
+fn count_equal(keys: &[u16], key: u16) -> u32 {
+    keys.iter().fold(0u32, |n, &x| n + u32::from(x == key))
+}
+
 #[inline]
 fn shard(sig: u32) -> usize {
     (sig >> (32 - SHARD_BITS)) as usize
@@ -184,11 +207,39 @@ impl Shard {
             f(self.doc[i]);
             i += 1;
         }
-        for (j, &x) in self.new_lo.iter().enumerate() {
-            if x == lo {
-                f(self.new_doc[j]);
+        if count_equal(&self.new_lo, lo) > 0 {
+            for (j, &x) in self.new_lo.iter().enumerate() {
+                if x == lo {
+                    f(self.new_doc[j]);
+                }
             }
         }
+    }
+
+    /// Prefetches what a lookup of `lo` reads: the line its search starts from and the
+    /// lines either side, the document line beside it, and the buffer.
+    #[inline]
+    fn prefetch_lookup(&self, lo: u16) {
+        let n = self.lo.len();
+        if n > 0 {
+            let guess = ((usize::from(lo) * n) >> 16).min(n - 1);
+            let lo = self.lo.as_ptr();
+            prefetch(lo.wrapping_add(guess));
+            prefetch(lo.wrapping_add(guess.saturating_sub(TOUCH_SPAN)));
+            prefetch(lo.wrapping_add((guess + TOUCH_SPAN).min(n - 1)));
+            prefetch(self.doc.as_ptr().wrapping_add(guess));
+        }
+        for k in (0..self.new_lo.len()).step_by(32) {
+            prefetch(self.new_lo.as_ptr().wrapping_add(k));
+        }
+    }
+
+    /// Prefetches the buffer's free slots, where [`Shard::push`] writes.
+    #[inline]
+    fn prefetch_push(&self) {
+        let k = self.new_lo.len();
+        prefetch(self.new_lo.as_ptr().wrapping_add(k));
+        prefetch(self.new_doc.as_ptr().wrapping_add(k));
     }
 
     fn push(&mut self, lo: u16, doc: u32) {
@@ -387,46 +438,34 @@ impl Lists {
     ///
     /// A page has a hundred signatures or more, nearly all in other shards, and the lists
     /// outgrow the caches, so a lookup one at a time waits on three or four cache misses in
-    /// a row. In groups of [`GROUP`] signatures, the presence bits are read first (one line
-    /// each; most signatures have no list and stop there), then the shard headers of the
-    /// rest are touched, then the lines each search starts from, and only then are the
-    /// lists read: the misses of a group overlap instead of queueing (group prefetching,
-    /// with plain loads).
+    /// a row. In groups of [`GROUP`] signatures, the presence lines of the group (and of the
+    /// next one) are prefetched, then read (most signatures have no list and stop there),
+    /// the shard headers of the rest prefetched, then the lines each search starts from and
+    /// the buffers, and only then are the lists read: the misses of a group overlap instead
+    /// of queueing (group prefetching).
     #[inline]
     fn visit(&self, sigs: &[u32], mut f: impl FnMut(usize, u32)) {
         let mut live = [0u8; GROUP];
+        for &s in sigs.iter().take(GROUP) {
+            self.presence.prefetch(s);
+        }
         for (g, group) in sigs.chunks(GROUP).enumerate() {
+            for &s in sigs.iter().skip((g + 1) * GROUP).take(GROUP) {
+                self.presence.prefetch(s);
+            }
             let mut n = 0;
             for (j, &s) in group.iter().enumerate() {
                 live[n] = j as u8;
                 n += usize::from(self.presence.may_contain(s));
             }
             let live = &live[..n];
-            let mut touch = 0usize;
             for &j in live {
-                touch ^= self.shards[shard(group[usize::from(j)])].lo.len();
+                prefetch(&self.shards[shard(group[usize::from(j)])]);
             }
             for &j in live {
                 let s = group[usize::from(j)];
-                let sh = &self.shards[shard(s)];
-                let n = sh.lo.len();
-                if n > 0 {
-                    // the search starts here and gallops a few lines either way
-                    let guess = ((usize::from(s as u16) * n) >> 16).min(n - 1);
-                    touch ^= usize::from(sh.lo[guess]);
-                    touch ^= usize::from(sh.lo[guess.saturating_sub(TOUCH_SPAN)]);
-                    touch ^= usize::from(sh.lo[(guess + TOUCH_SPAN).min(n - 1)]);
-                    touch ^= sh.doc[guess] as usize;
-                }
-                // the buffer is scanned whole, and the documents of its matches touched
-                let lo = s as u16;
-                for (k, &x) in sh.new_lo.iter().enumerate() {
-                    if x == lo {
-                        touch ^= sh.new_doc[k] as usize;
-                    }
-                }
+                self.shards[shard(s)].prefetch_lookup(s as u16);
             }
-            std::hint::black_box(touch);
             for &j in live {
                 let i = g * GROUP + usize::from(j);
                 let s = sigs[i];
@@ -514,6 +553,14 @@ impl Lists {
         }
         if p < order.len() {
             order.select_nth_unstable(p - 1);
+        }
+        // the buffers written are in shards nobody probed just now (most of a prefix has
+        // empty lists, which the query stopped at the presence map): their misses overlap
+        for &(_, s) in &order[..p] {
+            prefetch(&self.shards[shard(s)]);
+        }
+        for &(_, s) in &order[..p] {
+            self.shards[shard(s)].prefetch_push();
         }
         for &(_, s) in &order[..p] {
             self.push(s, doc32);

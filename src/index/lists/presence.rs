@@ -61,6 +61,12 @@ impl Presence {
         (self.words[s >> 6] >> (s & 63)) & 1 == 1
     }
 
+    /// Asks for the line holding `sig`'s bit without waiting for it ([`super::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, sig: u32) {
+        super::prefetch(&self.words[self.slot(sig) >> 6]);
+    }
+
     /// Sets the bit of `sig`'s group.
     #[inline]
     pub(crate) fn set(&mut self, sig: u32) {

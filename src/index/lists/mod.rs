@@ -78,9 +78,9 @@ const SHARD_BITS: u32 = 16;
 const PENDING: usize = 96;
 /// Signatures looked up together (see [`Lists::visit`]).
 const GROUP: usize = 32;
-/// Entries either side of a search's start that are touched before it (a cache line of
-/// `u16` either way).
-const TOUCH_SPAN: usize = 32;
+/// Entries either side of a search's start whose lines are prefetched with it (a cache line
+/// of `u16` either way).
+const PREFETCH_SPAN: usize = 32;
 
 /// `ceil(x)`, treating values within [`EPSILON`] above an integer as that integer.
 fn ceil_eps(x: f64) -> f64 {
@@ -105,7 +105,9 @@ fn len_u32(n: usize) -> u32 {
 
 /// Asks the processor to bring the cache line holding `at` closer without waiting for it
 /// (a software prefetch: unlike a load it retires at once, so the misses of many lookups
-/// overlap and none holds up the instructions behind it). A hint only; nothing elsewhere.
+/// overlap and none holds up the instructions behind it). A hint only, for any address:
+/// nothing is read that the program sees. On other processors than x86_64 and aarch64 it
+/// does nothing.
 #[inline(always)]
 fn prefetch<T>(at: *const T) {
     #[cfg(target_arch = "x86_64")]
@@ -115,8 +117,27 @@ fn prefetch<T>(at: *const T) {
         // hint that never faults or reads anything the program sees.
         unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: PRFM is a hint: it never faults, whatever the address, and writes no register,
+    // flag or memory.
+    unsafe {
+        std::arch::asm!(
+            "prfm pldl1keep, [{0}]",
+            in(reg) at,
+            options(nostack, preserves_flags, readonly)
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = at;
+}
+
+/// Prefetches both ends of `*at`: a value that straddles two cache lines (a shard's header
+/// is 96 bytes) needs both.
+#[inline(always)]
+fn prefetch_value<T>(at: &T) {
+    let first = std::ptr::from_ref(at).cast::<u8>();
+    prefetch(first);
+    prefetch(first.wrapping_add(std::mem::size_of::<T>() - 1));
 }
 
 /// How many of `keys` equal `key` (a loop the compiler turns into vector compares: the
@@ -225,12 +246,17 @@ impl Shard {
             let guess = ((usize::from(lo) * n) >> 16).min(n - 1);
             let lo = self.lo.as_ptr();
             prefetch(lo.wrapping_add(guess));
-            prefetch(lo.wrapping_add(guess.saturating_sub(TOUCH_SPAN)));
-            prefetch(lo.wrapping_add((guess + TOUCH_SPAN).min(n - 1)));
+            prefetch(lo.wrapping_add(guess.saturating_sub(PREFETCH_SPAN)));
+            prefetch(lo.wrapping_add((guess + PREFETCH_SPAN).min(n - 1)));
             prefetch(self.doc.as_ptr().wrapping_add(guess));
         }
-        for k in (0..self.new_lo.len()).step_by(32) {
-            prefetch(self.new_lo.as_ptr().wrapping_add(k));
+        // the buffer's lines (its start need not be aligned: the last line too)
+        let k = self.new_lo.len();
+        for i in (0..k).step_by(32) {
+            prefetch(self.new_lo.as_ptr().wrapping_add(i));
+        }
+        if k > 0 {
+            prefetch(self.new_lo.as_ptr().wrapping_add(k - 1));
         }
     }
 
@@ -460,7 +486,7 @@ impl Lists {
             }
             let live = &live[..n];
             for &j in live {
-                prefetch(&self.shards[shard(group[usize::from(j)])]);
+                prefetch_value(&self.shards[shard(group[usize::from(j)])]);
             }
             for &j in live {
                 let s = group[usize::from(j)];
@@ -557,7 +583,7 @@ impl Lists {
         // the buffers written are in shards nobody probed just now (most of a prefix has
         // empty lists, which the query stopped at the presence map): their misses overlap
         for &(_, s) in &order[..p] {
-            prefetch(&self.shards[shard(s)]);
+            prefetch_value(&self.shards[shard(s)]);
         }
         for &(_, s) in &order[..p] {
             self.shards[shard(s)].prefetch_push();

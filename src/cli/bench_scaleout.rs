@@ -414,9 +414,7 @@ fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
 
 /// `--latency-only`: the latency run alone.
 pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
-    if a.pin == Some(Role::All) {
-        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
-    }
+    check_pin(a)?;
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let valid = lines
         .iter()
@@ -451,6 +449,14 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
 
 type Hops = std::collections::BTreeMap<String, stage::HopTimes>;
 
+/// `--pin` names one of the latency run's two roles.
+fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {
+    if a.pin == Some(Role::All) {
+        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
+    }
+    Ok(())
+}
+
 /// A signer and a decider (threads of this process, each with its own runtime and
 /// clients) fed with `lines` at `feed` pages a second; their time by hop.
 fn latency_run(
@@ -468,27 +474,21 @@ fn latency_run(
     create_topics(b, &[lt("in")], a.partitions)?;
     create_topics(b, &[lt("signed"), lt("changelog")], 1)?;
     create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
-    let props = &a.kafka_property;
-    let mut ss = settings(
-        Mode::Run,
-        Role::Signer,
-        b,
-        lr,
-        &dir.join("lat-signer"),
-        params,
-        props,
-    )?;
-    ss.stop_after = Some(n as u64);
-    let mut sd = settings(
-        Mode::Run,
-        Role::Decider,
-        b,
-        lr,
-        &dir.join("lat-index"),
-        params,
-        props,
-    )?;
-    sd.stop_after = Some(valid);
+    let role = |r: Role, sub: &str, stop_after: u64| -> Result<StageSettings> {
+        let mut s = settings(
+            Mode::Run,
+            r,
+            b,
+            lr,
+            &dir.join(sub),
+            params,
+            &a.kafka_property,
+        )?;
+        s.stop_after = Some(stop_after);
+        Ok(s)
+    };
+    let ss = role(Role::Signer, "lat-signer", n as u64)?;
+    let sd = role(Role::Decider, "lat-index", valid)?;
     // the pinned role gets the last core this process may use, the rest everything else
     let allowed = cores_of(&mask_of(0)?);
     let pinned = a.pin.filter(|_| allowed.len() >= 2);
@@ -548,9 +548,8 @@ fn latency_run(
 
 /// Runs `neardup bench scaleout`.
 pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
-    if a.pin == Some(Role::All) {
-        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
-    }
+    // checked before the first runs, not when the latency run comes to it
+    check_pin(&a)?;
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let n = lines.len();
     let b = a.brokers.as_str();

@@ -38,6 +38,7 @@
 //! - Decisions for one index are made one at a time (`&mut Deduplicator`), so two
 //!   near-duplicates in flight can never both be judged unique.
 
+pub mod allocator;
 pub mod cli;
 pub mod config;
 pub mod dedup;

@@ -14,6 +14,8 @@ static CATCH_STOP_SIGNALS: extern "C" fn() = neardup::signals::install_early;
 fn main() -> ExitCode {
     #[cfg(not(target_os = "linux"))]
     neardup::signals::install_early();
+    neardup::allocator::use_huge_pages();
+    std::env::remove_var(neardup::signals::UNBLOCK_AFTER_EXEC);
     let cli = neardup::cli::Cli::parse();
     match neardup::cli::run(cli) {
         Ok(code) => code,

@@ -25,7 +25,13 @@ extern "C" fn on_signal(sig: libc::c_int) {
 static INHERITED_IGNORED: AtomicI32 = AtomicI32::new(0);
 
 #[cfg(unix)]
-const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+pub(crate) const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
+
+/// Set by [`crate::allocator`] for the image it starts: the stop signals (bit `1 << signo`)
+/// it blocked across the exec, which [`install_early`] unblocks once their handler is in
+/// place (a signal that arrived meanwhile is then caught). `main` removes it, so that
+/// nothing the process starts inherits it.
+pub const UNBLOCK_AFTER_EXEC: &str = "NEARDUP_UNBLOCK_AFTER_EXEC";
 
 /// Catches SIGTERM and SIGINT into the stop flag, except one the parent left ignored. Safe to
 /// call before `main` (it only calls `sigaction`) and more than once.
@@ -47,6 +53,35 @@ pub extern "C" fn install_early() {
             }
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
+        unblock_after_exec();
+    }
+}
+
+/// Unblocks the stop signals named by [`UNBLOCK_AFTER_EXEC`], if it is set.
+#[cfg(unix)]
+fn unblock_after_exec() {
+    let name = c"NEARDUP_UNBLOCK_AFTER_EXEC";
+    debug_assert_eq!(name.to_bytes(), UNBLOCK_AFTER_EXEC.as_bytes());
+    // SAFETY: getenv before any thread exists (start-up code or the start of main) and a
+    // read of the NUL-terminated string it returns; sigprocmask on a set built here.
+    unsafe {
+        let v = libc::getenv(name.as_ptr());
+        if v.is_null() {
+            return;
+        }
+        let bits: i32 = std::ffi::CStr::from_ptr(v)
+            .to_str()
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in STOP_SIGNALS {
+            if bits & (1 << sig) != 0 {
+                libc::sigaddset(&mut set, sig);
+            }
+        }
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     }
 }
 

@@ -464,3 +464,82 @@ fn serving_refuses_what_is_not_an_index() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
 }
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// The environment a process started with and whether it blocks or catches SIGTERM.
+fn process_state(pid: u32) -> (Vec<String>, bool, bool) {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let env = env
+        .split(|&b| b == 0)
+        .map(|e| String::from_utf8_lossy(e).into_owned())
+        .collect();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let mask = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .unwrap()
+            & (1 << (libc::SIGTERM - 1))
+            != 0
+    };
+    (env, mask("SigBlk:"), mask("SigCgt:"))
+}
+
+/// Without `GLIBC_TUNABLES` the process starts itself again with the allocator's huge
+/// pages asked for, its stop signals caught and not left blocked; an operator's value is
+/// kept as it is.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_allocator_asks_for_huge_pages_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_pages(&d.join("in.jsonl"), &pages(0, 3));
+    let index = d.join("index");
+    dedup(&d.join("in.jsonl"), &index, &d.join("out.jsonl"));
+    for operator in [None, Some("glibc.malloc.hugetlb=0")] {
+        let port = free_port();
+        let mut cmd = neardup();
+        cmd.args(["serve", "--index"])
+            .arg(&index)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .env_remove("GLIBC_TUNABLES");
+        if let Some(v) = operator {
+            cmd.env("GLIBC_TUNABLES", v);
+        }
+        let child = cmd.spawn().unwrap();
+        let mut server = Server { child, port };
+        wait_until(Duration::from_secs(30), "serve ready", || {
+            matches!(http_get(port, "/readyz"), Some((200, _)))
+        });
+        let (env, blocked, caught) = process_state(server.child.id());
+        let tunables: Vec<&String> = env
+            .iter()
+            .filter(|e| e.starts_with("GLIBC_TUNABLES="))
+            .collect();
+        let want = format!(
+            "GLIBC_TUNABLES={}",
+            operator.unwrap_or("glibc.malloc.hugetlb=1")
+        );
+        assert_eq!(tunables, [&want], "{operator:?}");
+        assert!(!blocked, "SIGTERM left blocked ({operator:?})");
+        assert!(caught, "SIGTERM not caught ({operator:?})");
+        // and it still stops cleanly on SIGTERM
+        // SAFETY: kill(2) on our own child's pid
+        assert_eq!(
+            unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
+            0
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let code = loop {
+            if let Some(st) = server.child.try_wait().unwrap() {
+                break st.code();
+            }
+            assert!(std::time::Instant::now() < deadline, "serve did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(code, Some(0), "{operator:?}");
+    }
+}

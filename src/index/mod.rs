@@ -281,7 +281,7 @@ pub struct Index {
     next_doc: u64,
     scratch: Vec<(u64, u32)>,
     scratch_docs: Vec<u64>,
-    scratch_hits: rustc_hash::FxHashMap<u32, u32>,
+    scratch_hits: lists::QueryScratch,
     scratch_set: Vec<u32>,
     /// The set of the last list query and the lengths of its signatures' lists, reused by
     /// the insert that follows it.

@@ -62,10 +62,14 @@
 use rustc_hash::FxHashMap;
 
 mod presence;
+mod shard;
 pub mod snapshot;
 
 use crate::index::store::IndexParamError;
 use presence::Presence;
+#[cfg(test)]
+use shard::lower_bound;
+use shard::Shard;
 
 /// Tolerance used when rounding `τ·n` and `n / τ`.
 pub const EPSILON: f64 = 1e-9;
@@ -73,14 +77,8 @@ pub const EPSILON: f64 = 1e-9;
 pub const MAX_DOC: u64 = u32::MAX as u64 - 1;
 /// Bits of the signature that pick its shard; the other 16 are stored with each entry.
 const SHARD_BITS: u32 = 16;
-/// New entries of a shard wait in a small unsorted buffer until there are this many, then
-/// are merged into its sorted arrays.
-const PENDING: usize = 96;
 /// Signatures looked up together (see [`Lists::visit`]).
 const GROUP: usize = 32;
-/// Entries either side of a search's start whose lines are prefetched with it (a cache line
-/// of `u16` either way).
-const PREFETCH_SPAN: usize = 32;
 
 /// `ceil(x)`, treating values within [`EPSILON`] above an integer as that integer.
 fn ceil_eps(x: f64) -> f64 {
@@ -140,217 +138,9 @@ fn prefetch_value<T>(at: &T) {
     prefetch(first.wrapping_add(std::mem::size_of::<T>() - 1));
 }
 
-/// How many of `keys` equal `key` (a loop the compiler turns into vector compares: the
-/// buffer of a shard is scanned whole, and most scans find nothing).
-#[inline]
-fn count_equal(keys: &[u16], key: u16) -> u32 {
-    keys.iter().fold(0u32, |n, &x| n + u32::from(x == key))
-}
-
 #[inline]
 fn shard(sig: u32) -> usize {
     (sig >> (32 - SHARD_BITS)) as usize
-}
-
-/// The first position of `key` (or where it would be) in the ascending `lo`: the low bits
-/// of signature hashes are uniform, so the search starts where `key` would sit in a uniform
-/// array and gallops from there (one or two cache lines instead of a binary search's
-/// dozen).
-#[inline]
-fn lower_bound(lo: &[u16], key: u16) -> usize {
-    let n = lo.len();
-    if n == 0 {
-        return 0;
-    }
-    let guess = ((usize::from(key) * n) >> 16).min(n - 1);
-    if lo[guess] < key {
-        // lo[a] < key: gallop forward to the first b with lo[b] >= key
-        let (mut a, mut step) = (guess, 1);
-        loop {
-            let b = a + step;
-            if b >= n || lo[b] >= key {
-                let end = b.min(n);
-                return a + 1 + lo[a + 1..end].partition_point(|&x| x < key);
-            }
-            a = b;
-            step *= 2;
-        }
-    } else {
-        // lo[b] >= key: gallop backward to the last a with lo[a] < key
-        let (mut b, mut step) = (guess, 1);
-        loop {
-            if b < step {
-                return lo[..b].partition_point(|&x| x < key);
-            }
-            let a = b - step;
-            if lo[a] < key {
-                return a + 1 + lo[a + 1..b].partition_point(|&x| x < key);
-            }
-            b = a;
-            step *= 2;
-        }
-    }
-}
-
-/// The entries of the signatures that share their top 16 bits: `(low 16 bits, document)`
-/// pairs, most of them in two parallel arrays sorted by (low bits, document), the newest in
-/// a small unsorted buffer. Six bytes an entry, no per-signature allocation (most lists
-/// hold one document).
-#[derive(Debug, Clone, Default)]
-struct Shard {
-    lo: Vec<u16>,
-    doc: Vec<u32>,
-    new_lo: Vec<u16>,
-    new_doc: Vec<u32>,
-}
-
-impl Shard {
-    /// Whether a signature with low bits in `[first, last]` has an entry.
-    fn any_in(&self, first: u16, last: u16) -> bool {
-        let i = lower_bound(&self.lo, first);
-        (i < self.lo.len() && self.lo[i] <= last)
-            || self.new_lo.iter().any(|&x| (first..=last).contains(&x))
-    }
-
-    /// Every signature with an entry, given this shard's number.
-    fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
-        let top = (shard as u32) << (32 - SHARD_BITS);
-        self.lo
-            .iter()
-            .chain(&self.new_lo)
-            .map(move |&x| top | u32::from(x))
-    }
-
-    #[inline]
-    fn for_each(&self, lo: u16, f: &mut impl FnMut(u32)) {
-        let mut i = lower_bound(&self.lo, lo);
-        while i < self.lo.len() && self.lo[i] == lo {
-            f(self.doc[i]);
-            i += 1;
-        }
-        if count_equal(&self.new_lo, lo) > 0 {
-            for (j, &x) in self.new_lo.iter().enumerate() {
-                if x == lo {
-                    f(self.new_doc[j]);
-                }
-            }
-        }
-    }
-
-    /// Prefetches what a lookup of `lo` reads: the line its search starts from and the
-    /// lines either side, the document line beside it, and the buffer.
-    #[inline]
-    fn prefetch_lookup(&self, lo: u16) {
-        let n = self.lo.len();
-        if n > 0 {
-            let guess = ((usize::from(lo) * n) >> 16).min(n - 1);
-            let lo = self.lo.as_ptr();
-            prefetch(lo.wrapping_add(guess));
-            prefetch(lo.wrapping_add(guess.saturating_sub(PREFETCH_SPAN)));
-            prefetch(lo.wrapping_add((guess + PREFETCH_SPAN).min(n - 1)));
-            prefetch(self.doc.as_ptr().wrapping_add(guess));
-        }
-        // the buffer's lines (its start need not be aligned: the last line too)
-        let k = self.new_lo.len();
-        for i in (0..k).step_by(32) {
-            prefetch(self.new_lo.as_ptr().wrapping_add(i));
-        }
-        if k > 0 {
-            prefetch(self.new_lo.as_ptr().wrapping_add(k - 1));
-        }
-    }
-
-    /// Prefetches the buffer's free slots, where [`Shard::push`] writes.
-    #[inline]
-    fn prefetch_push(&self) {
-        let k = self.new_lo.len();
-        prefetch(self.new_lo.as_ptr().wrapping_add(k));
-        prefetch(self.new_doc.as_ptr().wrapping_add(k));
-    }
-
-    fn push(&mut self, lo: u16, doc: u32) {
-        self.new_lo.push(lo);
-        self.new_doc.push(doc);
-        if self.new_lo.len() >= PENDING {
-            self.merge();
-        }
-    }
-
-    /// Merges the buffer into the sorted arrays (new arrays of exactly the needed size).
-    fn merge(&mut self) {
-        if self.new_lo.is_empty() {
-            return;
-        }
-        let mut fresh: Vec<(u16, u32)> =
-            self.new_lo.drain(..).zip(self.new_doc.drain(..)).collect();
-        fresh.sort_unstable();
-        let n = self.lo.len() + fresh.len();
-        let (mut lo, mut doc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut i, mut j) = (0, 0);
-        while i < self.lo.len() || j < fresh.len() {
-            let take_old =
-                j == fresh.len() || (i < self.lo.len() && (self.lo[i], self.doc[i]) <= fresh[j]);
-            if take_old {
-                lo.push(self.lo[i]);
-                doc.push(self.doc[i]);
-                i += 1;
-            } else {
-                lo.push(fresh[j].0);
-                doc.push(fresh[j].1);
-                j += 1;
-            }
-        }
-        self.lo = lo;
-        self.doc = doc;
-        self.new_lo.shrink_to(PENDING);
-        self.new_doc.shrink_to(PENDING);
-    }
-
-    /// Removes the entry (lo, doc); whether it was there.
-    fn pull(&mut self, lo: u16, doc: u32) -> bool {
-        if let Some(j) =
-            (0..self.new_lo.len()).find(|&j| self.new_lo[j] == lo && self.new_doc[j] == doc)
-        {
-            self.new_lo.swap_remove(j);
-            self.new_doc.swap_remove(j);
-            return true;
-        }
-        let start = lower_bound(&self.lo, lo);
-        let end = start + self.lo[start..].partition_point(|&x| x == lo);
-        match self.doc[start..end].binary_search(&doc) {
-            Ok(k) => {
-                self.lo.remove(start + k);
-                self.doc.remove(start + k);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.lo.len() + self.new_lo.len()
-    }
-
-    /// (distinct signatures, of which shared by two documents or more, longest list).
-    fn shape(&self) -> (u64, u64, u64) {
-        let mut all: Vec<u16> = self.lo.iter().chain(&self.new_lo).copied().collect();
-        all.sort_unstable();
-        let (mut distinct, mut shared, mut longest) = (0u64, 0u64, 0u64);
-        for run in all.chunk_by(|a, b| a == b) {
-            distinct += 1;
-            shared += u64::from(run.len() > 1);
-            longest = longest.max(run.len() as u64);
-        }
-        (distinct, shared, longest)
-    }
-
-    fn bytes(&self) -> u64 {
-        (self.lo.capacity() * 2
-            + self.doc.capacity() * 4
-            + self.new_lo.capacity() * 2
-            + self.new_doc.capacity() * 4
-            + 4 * std::mem::size_of::<Vec<u8>>()) as u64
-    }
 }
 
 /// Sizes of the lists, for `neardup index stats` and the benchmarks.
@@ -368,6 +158,16 @@ pub struct ListStats {
     pub longest: u64,
     /// Bytes of memory held (tables at their capacity, lists, per-document lengths).
     pub memory_bytes: u64,
+}
+
+/// Scratch space of [`Lists::query`], kept between queries so that a query allocates
+/// nothing.
+#[derive(Debug, Default)]
+pub struct QueryScratch {
+    /// Hits by document.
+    hits: FxHashMap<u32, u32>,
+    /// (document, its set length) of every entry met.
+    met: Vec<(u32, u32)>,
 }
 
 /// A document number that the lists cannot hold.
@@ -616,10 +416,10 @@ impl Lists {
 
     /// Collects the candidate documents for signature set `sigs` (sorted, distinct): every
     /// indexed document with Jaccard ≥ τ, and others that pass the length and count filters.
-    /// `out` is cleared, then receives the candidates sorted, each once; `hits` is scratch.
-    pub fn query(&self, sigs: &[u32], out: &mut Vec<u64>, hits: &mut FxHashMap<u32, u32>) {
+    /// `out` is cleared, then receives the candidates sorted, each once.
+    pub fn query(&self, sigs: &[u32], out: &mut Vec<u64>, scratch: &mut QueryScratch) {
         let mut counts = Vec::new();
-        self.query_counted(sigs, out, hits, &mut counts);
+        self.query_counted(sigs, out, scratch, &mut counts);
     }
 
     /// [`Lists::query`], also giving the length of the list of every signature of `sigs`
@@ -628,11 +428,13 @@ impl Lists {
         &self,
         sigs: &[u32],
         out: &mut Vec<u64>,
-        hits: &mut FxHashMap<u32, u32>,
+        scratch: &mut QueryScratch,
         counts: &mut Vec<u32>,
     ) {
         out.clear();
+        let QueryScratch { hits, met } = scratch;
         hits.clear();
+        met.clear();
         counts.clear();
         debug_assert!(sigs.windows(2).all(|w| w[0] < w[1]), "unsorted signatures");
         if sigs.is_empty() {
@@ -641,16 +443,15 @@ impl Lists {
         let (lo, hi) = self.length_window(sigs.len());
         counts.resize(sigs.len(), 0);
         // (document, its set length) for every entry met
-        let mut met: Vec<(u32, u32)> = Vec::with_capacity(4 * sigs.len());
         self.visit(sigs, |i, d| {
             counts[i] += 1;
             met.push((d, 0));
         });
         // the lengths read in one pass of their own, so that their misses overlap
-        for m in &mut met {
+        for m in met.iter_mut() {
             m.1 = self.lens[m.0 as usize];
         }
-        for &(d, n) in &met {
+        for &(d, n) in met.iter() {
             if n >= lo && n <= hi {
                 *hits.entry(d).or_insert(0) += 1;
             }

@@ -169,7 +169,7 @@ impl Lists {
     /// the buffers of new entries merged first.
     pub fn save(&mut self, path: &Path, stamp: Stamp) -> io::Result<()> {
         for sh in &mut self.shards {
-            sh.merge();
+            sh.merge_all();
         }
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp)?;
@@ -264,20 +264,21 @@ impl Lists {
             if total > postings {
                 return Err(invalid("more entries than postings"));
             }
-            let mut s = Shard::default();
-            r.values(k, &mut s.lo, &mut buf)?;
-            r.values(k, &mut s.doc, &mut buf)?;
-            let sorted =
-                s.lo.windows(2)
-                    .zip(s.doc.windows(2))
-                    .all(|(l, d)| (l[0], d[0]) < (l[1], d[1]));
-            if !sorted || s.doc.iter().any(|&d| d as usize >= n) {
+            let (mut lo, mut doc) = (Vec::new(), Vec::new());
+            r.values(k, &mut lo, &mut buf)?;
+            r.values(k, &mut doc, &mut buf)?;
+            let sorted = lo
+                .windows(2)
+                .zip(doc.windows(2))
+                .all(|(l, d)| (l[0], d[0]) < (l[1], d[1]));
+            if !sorted || doc.iter().any(|&d| d as usize >= n) {
                 return Err(invalid(format!("shard {h} out of order")));
             }
             let top = (h as u32) << (32 - SHARD_BITS);
-            for &lo in &s.lo {
-                presence.set(top | u32::from(lo));
+            for &l in &lo {
+                presence.set(top | u32::from(l));
             }
+            let s = Shard::from_sorted(lo, doc);
             *sh = s;
         }
         let crc = r.crc.clone().finalize();

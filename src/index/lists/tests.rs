@@ -27,7 +27,7 @@ fn check(
     q: &[u32],
     out: &mut Vec<u64>,
 ) -> Result<(), TestCaseError> {
-    let mut hits = FxHashMap::default();
+    let mut hits = QueryScratch::default();
     lists.query(q, out, &mut hits);
     prop_assert!(out.windows(2).all(|w| w[0] < w[1]));
     let (lo, hi) = lists.length_window(q.len());
@@ -113,7 +113,7 @@ proptest! {
         let mut without = Lists::new(0.5, false).unwrap();
         build(&mut with, &sets);
         build(&mut without, &sets);
-        let (mut a, mut b, mut h) = (Vec::new(), Vec::new(), FxHashMap::default());
+        let (mut a, mut b, mut h) = (Vec::new(), Vec::new(), QueryScratch::default());
         with.query(&q, &mut a, &mut h);
         without.query(&q, &mut b, &mut h);
         prop_assert!(a.iter().all(|d| b.binary_search(d).is_ok()));
@@ -200,7 +200,7 @@ fn presence_grows_and_finds_every_copy() {
         sets.push(set);
     }
     assert!(lists.presence.bits() > bits, "map did not grow");
-    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    let (mut out, mut hits) = (Vec::new(), QueryScratch::default());
     for (doc, set) in sets.iter().enumerate().step_by(97) {
         lists.query(set, &mut out, &mut hits);
         assert!(out.contains(&(doc as u64)), "doc {doc} not found");
@@ -232,7 +232,7 @@ fn count_filter_drops_pages_sharing_one_common_phrase() {
     // a query of 60 signatures sharing only a few with `a`
     let mut q: Vec<u32> = (55..115).collect();
     q.sort_unstable();
-    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    let (mut out, mut hits) = (Vec::new(), QueryScratch::default());
     lists.query(&q, &mut out, &mut hits);
     assert!(out.is_empty(), "{out:?}");
     // a near copy is found
@@ -292,7 +292,7 @@ fn float_boundaries_keep_exact_matches() {
     let small: Vec<u32> = (18..25).collect();
     assert!((jaccard(&large, &small) - 0.28).abs() < 1e-12);
     build(&mut lists, &[large.clone(), small.clone()]);
-    let (mut out, mut hits) = (Vec::new(), FxHashMap::default());
+    let (mut out, mut hits) = (Vec::new(), QueryScratch::default());
     lists.query(&large, &mut out, &mut hits);
     assert_eq!(out, vec![0, 1]);
     lists.query(&small, &mut out, &mut hits);
@@ -303,7 +303,7 @@ fn float_boundaries_keep_exact_matches() {
 fn empty_sets_match_nothing() {
     let mut lists = Lists::new(0.5, true).unwrap();
     build(&mut lists, &[vec![1, 2], vec![]]);
-    let (mut out, mut hits) = (vec![99], FxHashMap::default());
+    let (mut out, mut hits) = (vec![99], QueryScratch::default());
     lists.query(&[], &mut out, &mut hits);
     assert!(out.is_empty());
 }

@@ -11,7 +11,10 @@
 //! who sets it (even to `glibc.malloc.hugetlb=0`) decides. Stop signals that arrive while
 //! the new image loads are held pending (blocked across the exec) and caught by its early
 //! handler ([`crate::signals::install_early`]), so a SIGTERM at start still stops cleanly.
-//! Where the exec cannot happen (no `/proc`), the process goes on as it was.
+//! The new image keeps the process's name (the kernel would name it `exe`). Where the exec
+//! cannot or should not happen (no `/proc`; a set-id binary or one with file capabilities,
+//! whose loader drops `GLIBC_TUNABLES`; a binary started through the dynamic loader by
+//! name), the process goes on as it was, on the allocator's defaults.
 //!
 //! Only for Linux with the GNU C library; elsewhere it does nothing. The kernel's own
 //! setting still rules: with `transparent_hugepage/enabled` at `never` the tunable changes
@@ -23,12 +26,52 @@ pub const TUNABLES: &str = "GLIBC_TUNABLES";
 pub const HUGE_PAGES: &str = "glibc.malloc.hugetlb=1";
 
 /// Starts the process again with [`HUGE_PAGES`] in [`TUNABLES`], unless the variable is
-/// set. Returns only when it was set or the exec failed.
+/// set. Returns when it was set, when this image is the one started again (the marker
+/// [`crate::signals::UNBLOCK_AFTER_EXEC`] is in its environment: never a second time, even
+/// where the loader strips `GLIBC_TUNABLES`, as it does for set-id binaries or ones with
+/// file capabilities), when the process is privileged that way or was started through the
+/// dynamic loader by name (then `/proc/self/exe` is the loader), when a stop signal has
+/// already been caught, or when the exec failed.
 pub fn use_huge_pages() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os(TUNABLES).is_none() {
-        exec_self(TUNABLES, HUGE_PAGES);
+    if std::env::var_os(TUNABLES).is_none()
+        && std::env::var_os(crate::signals::UNBLOCK_AFTER_EXEC).is_none()
+    {
+        // SAFETY: getauxval only reads the auxiliary vector.
+        let (secure, interpreter) = unsafe {
+            (
+                libc::getauxval(libc::AT_SECURE),
+                libc::getauxval(libc::AT_BASE),
+            )
+        };
+        // AT_BASE is where the kernel loaded the program's interpreter: 0 when the loader
+        // itself is the program that was executed (or the binary is static)
+        if secure == 0 && interpreter != 0 {
+            exec_self(TUNABLES, HUGE_PAGES);
+        }
     }
+}
+
+/// In the image [`use_huge_pages`] started: gives the process back the name its first image
+/// had (the kernel names a process after the file it executes, here `exe`), and removes the
+/// marker from the environment so that nothing this process starts inherits it.
+pub fn after_exec() {
+    let Some(marker) = std::env::var_os(crate::signals::UNBLOCK_AFTER_EXEC) else {
+        return;
+    };
+    #[cfg(target_os = "linux")]
+    if let Some(name) = marker
+        .to_str()
+        .and_then(|m| m.split_once(' '))
+        .map(|(_, name)| name)
+        .filter(|n| !n.is_empty())
+        .and_then(|n| std::ffi::CString::new(n).ok())
+    {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string (the kernel keeps 15 bytes).
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+    }
+    let _ = marker;
+    std::env::remove_var(crate::signals::UNBLOCK_AFTER_EXEC);
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -43,9 +86,13 @@ fn exec_self(name: &str, value: &str) {
     else {
         return;
     };
+    let marker = crate::signals::UNBLOCK_AFTER_EXEC;
     let mut env: Vec<Vec<u8>> = std::env::vars_os()
+        .filter(|(k, _)| k.as_bytes() != name.as_bytes() && k.as_bytes() != marker.as_bytes())
         .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
         .collect();
+    // the process's name, which the exec of /proc/self/exe would change to `exe`
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
     env.push(format!("{name}={value}").into_bytes());
     // SAFETY: sigset operations on a zeroed set, and sigprocmask, which only changes this
     // thread's mask (no other thread exists this early in main).
@@ -73,7 +120,7 @@ fn exec_self(name: &str, value: &str) {
         }
         (old, blocked)
     };
-    env.push(format!("{}={blocked}", crate::signals::UNBLOCK_AFTER_EXEC).into_bytes());
+    env.push(format!("{marker}={blocked} {}", comm.trim_end_matches('\n')).into_bytes());
     let Some(envp) = env
         .iter()
         .map(|e| cstr(e))

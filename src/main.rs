@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     #[cfg(not(target_os = "linux"))]
     neardup::signals::install_early();
     neardup::allocator::use_huge_pages();
-    std::env::remove_var(neardup::signals::UNBLOCK_AFTER_EXEC);
+    neardup::allocator::after_exec();
     let cli = neardup::cli::Cli::parse();
     match neardup::cli::run(cli) {
         Ok(code) => code,

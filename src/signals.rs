@@ -27,10 +27,11 @@ static INHERITED_IGNORED: AtomicI32 = AtomicI32::new(0);
 #[cfg(unix)]
 pub(crate) const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGTERM, libc::SIGINT];
 
-/// Set by [`crate::allocator`] for the image it starts: the stop signals (bit `1 << signo`)
-/// it blocked across the exec, which [`install_early`] unblocks once their handler is in
-/// place (a signal that arrived meanwhile is then caught). `main` removes it, so that
-/// nothing the process starts inherits it.
+/// Set by [`crate::allocator`] for the image it starts, as `BITS NAME`: the stop signals
+/// (bit `1 << signo`) it blocked across the exec, which [`install_early`] unblocks once their
+/// handler is in place (a signal that arrived meanwhile is then caught; a value it cannot
+/// read unblocks both), and the process's name. `main` removes it
+/// ([`crate::allocator::after_exec`]), so that nothing the process starts inherits it.
 pub const UNBLOCK_AFTER_EXEC: &str = "NEARDUP_UNBLOCK_AFTER_EXEC";
 
 /// Catches SIGTERM and SIGINT into the stop flag, except one the parent left ignored. Safe to
@@ -72,8 +73,9 @@ fn unblock_after_exec() {
         let bits: i32 = std::ffi::CStr::from_ptr(v)
             .to_str()
             .ok()
+            .and_then(|t| t.split(' ').next())
             .and_then(|t| t.parse().ok())
-            .unwrap_or(0);
+            .unwrap_or(-1);
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         for sig in STOP_SIGNALS {

@@ -44,8 +44,9 @@
 //! # Memory and durability
 //!
 //! The lists live in memory only, six bytes an entry: 65,536 shards by the signature's top
-//! 16 bits, each two parallel sorted arrays of (low 16 bits, document) and a buffer of at
-//! most 96 new entries that is merged into them when full. Most signatures are on one page
+//! 16 bits, each a sorted base of (low 16 bits, document) pairs, a smaller sorted middle
+//! run and a buffer of at most 96 new entries ([`shard`]: a full buffer is merged into the
+//! middle run, a grown middle run into the base). Most signatures are on one page
 //! only, so there is no per-signature allocation or hash slot. In front of the shards, a
 //! bitmap over the signatures' top bits says which can have an entry at all
 //! ([`Presence`], 128 KiB growing to at most 512 MiB), so that the probes of signatures
@@ -160,8 +161,8 @@ pub struct ListStats {
     pub memory_bytes: u64,
 }
 
-/// Scratch space of [`Lists::query`], kept between queries so that a query allocates
-/// nothing.
+/// Scratch space of [`Lists::query_counted`], kept between queries so that a query does not
+/// allocate once the vectors have grown.
 #[derive(Debug, Default)]
 pub struct QueryScratch {
     /// Hits by document.

@@ -190,10 +190,11 @@ impl Lists {
         w.put(&(self.lens.len() as u64).to_le_bytes())?;
         put_values(&mut w, &self.lens, &mut buf)?;
         for sh in &self.shards {
-            let k = u32::try_from(sh.lo.len()).map_err(|_| invalid("shard too large"))?;
+            let (lo, doc) = sh.base();
+            let k = u32::try_from(lo.len()).map_err(|_| invalid("shard too large"))?;
             w.put(&k.to_le_bytes())?;
-            put_values(&mut w, &sh.lo, &mut buf)?;
-            put_values(&mut w, &sh.doc, &mut buf)?;
+            put_values(&mut w, lo, &mut buf)?;
+            put_values(&mut w, doc, &mut buf)?;
         }
         let crc = w.crc.clone().finalize();
         w.inner.write_all(&crc.to_le_bytes())?;

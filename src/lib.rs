@@ -19,6 +19,8 @@
 //!   the Deduplicator and decides nothing itself
 //! - [`serving`]: folding the near-duplicates of a result set and explaining a decision,
 //!   over an index reader (pure of HTTP)
+//! - [`signals`]: stop signals, caught from before `main`; [`allocator`]: huge pages for
+//!   the heap (the binary starts itself again with the allocator's tunable)
 //! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
 //! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
 //!   `/v1/explain`) of `run`, `replay` and `serve`

@@ -51,6 +51,20 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Waits up to 20 s for the server to exit; its exit code.
+    fn exit_code(&mut self) -> Option<i32> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(std::time::Instant::now() < deadline, "serve did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -423,15 +437,7 @@ fn serve_groups_explains_follows_the_writer_and_refuses_bad_requests() {
         .status()
         .unwrap();
     assert!(st.success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let code = loop {
-        if let Some(st) = server.child.try_wait().unwrap() {
-            break st.code();
-        }
-        assert!(std::time::Instant::now() < deadline, "serve did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(code, Some(0));
+    assert_eq!(server.exit_code(), Some(0));
 }
 
 #[test]
@@ -532,14 +538,6 @@ fn the_allocator_asks_for_huge_pages_unless_told_otherwise() {
             unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGTERM) },
             0
         );
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        let code = loop {
-            if let Some(st) = server.child.try_wait().unwrap() {
-                break st.code();
-            }
-            assert!(std::time::Instant::now() < deadline, "serve did not stop");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        assert_eq!(code, Some(0), "{operator:?}");
+        assert_eq!(server.exit_code(), Some(0), "{operator:?}");
     }
 }

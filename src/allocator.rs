@@ -70,6 +70,7 @@ pub fn after_exec() {
         // SAFETY: PR_SET_NAME reads a NUL-terminated string (the kernel keeps 15 bytes).
         unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
     }
+    #[cfg(not(target_os = "linux"))]
     let _ = marker;
     std::env::remove_var(crate::signals::UNBLOCK_AFTER_EXEC);
 }

@@ -212,6 +212,13 @@ impl Shard {
         }
     }
 
+    /// Where a search of the middle run for `key` starts: where it would sit in a uniform
+    /// run (the middle run is short enough for that guess to be close).
+    #[inline]
+    fn middle_guess(&self, key: u16) -> usize {
+        (usize::from(key) * self.mid_lo.len()) >> 16
+    }
+
     /// Where a search of the base for `key` starts: where the key would sit in a uniform
     /// segment (see [`Shard::fences`]), or in a uniform base when the fences are not kept.
     #[inline]
@@ -260,8 +267,7 @@ impl Shard {
     #[inline]
     pub(super) fn for_each(&self, lo: u16, f: &mut impl FnMut(u32)) {
         run_for_each(&self.lo, &self.doc, lo, self.base_guess(lo), f);
-        let guess = (usize::from(lo) * self.mid_lo.len()) >> 16;
-        run_for_each(&self.mid_lo, &self.mid_doc, lo, guess, f);
+        run_for_each(&self.mid_lo, &self.mid_doc, lo, self.middle_guess(lo), f);
         if count_equal(&self.new_lo, lo) > 0 {
             for (j, &x) in self.new_lo.iter().enumerate() {
                 if x == lo {
@@ -287,7 +293,7 @@ impl Shard {
         }
         let m = self.mid_lo.len();
         if m > 0 {
-            let guess = ((usize::from(lo) * m) >> 16).min(m - 1);
+            let guess = self.middle_guess(lo).min(m - 1);
             prefetch(self.mid_lo.as_ptr().wrapping_add(guess));
             prefetch(self.mid_doc.as_ptr().wrapping_add(guess));
         }
@@ -326,15 +332,10 @@ impl Shard {
     fn flush(&mut self) {
         let k = self.new_lo.len();
         if k > 0 {
-            let mut fresh: Vec<(u16, u32)>;
+            // the buffer never holds more: push flushes at PENDING, pull only removes
+            debug_assert!(k <= PENDING);
             let mut stack = [(0u16, 0u32); PENDING];
-            let pairs: &mut [(u16, u32)] = if k <= PENDING {
-                &mut stack[..k]
-            } else {
-                fresh = Vec::with_capacity(k);
-                fresh.resize(k, (0, 0));
-                &mut fresh
-            };
+            let pairs = &mut stack[..k];
             for (p, (&l, &d)) in pairs.iter_mut().zip(self.new_lo.iter().zip(&self.new_doc)) {
                 *p = (l, d);
             }

@@ -63,11 +63,13 @@
 use rustc_hash::FxHashMap;
 
 mod presence;
+mod recent;
 mod shard;
 pub mod snapshot;
 
 use crate::index::store::IndexParamError;
 use presence::Presence;
+use recent::Recent;
 #[cfg(test)]
 use shard::lower_bound;
 use shard::Shard;
@@ -184,6 +186,8 @@ pub struct Lists {
     shards: Vec<Shard>,
     /// Which signatures can have an entry (most a query probes have none).
     presence: Presence,
+    /// Which signatures can have an entry outside their shard's base (few lists do).
+    recent: Recent,
     /// Set length of each indexed document by number (0: not in the lists).
     lens: Vec<u32>,
     postings: u64,
@@ -205,6 +209,7 @@ impl Lists {
             count_filter,
             shards: vec![Shard::default(); 1 << SHARD_BITS],
             presence: Presence::default(),
+            recent: Recent::for_presence(presence::MIN_BITS),
             lens: Vec::new(),
             postings: 0,
             documents: 0,
@@ -257,7 +262,8 @@ impl Lists {
     #[inline]
     pub fn for_each(&self, sig: u32, mut f: impl FnMut(u32)) {
         if self.presence.may_contain(sig) {
-            self.shards[shard(sig)].for_each(sig as u16, &mut f);
+            let recent = self.recent.may_contain(sig);
+            self.shards[shard(sig)].for_each(sig as u16, recent, &mut f);
         }
     }
 
@@ -287,16 +293,38 @@ impl Lists {
             }
             let live = &live[..n];
             for &j in live {
-                prefetch_value(&self.shards[shard(group[usize::from(j)])]);
+                let s = group[usize::from(j)];
+                prefetch_value(&self.shards[shard(s)]);
+                self.recent.prefetch(s);
             }
+            let mut recent = [false; GROUP];
             for &j in live {
                 let s = group[usize::from(j)];
-                self.shards[shard(s)].prefetch_lookup(s as u16);
+                let r = self.recent.may_contain(s);
+                recent[usize::from(j)] = r;
+                self.shards[shard(s)].prefetch_lookup(s as u16, r);
+            }
+            // the base's searches (their lines are on the way), then the lines of the
+            // documents they found, then the documents
+            let mut base = [(0u32, 0u32); GROUP];
+            for &j in live {
+                let s = group[usize::from(j)];
+                let sh = &self.shards[shard(s)];
+                let (start, end) = sh.base_range(s as u16);
+                if start < end {
+                    sh.prefetch_base_docs(start);
+                }
+                base[usize::from(j)] = (start as u32, end as u32);
             }
             for &j in live {
                 let i = g * GROUP + usize::from(j);
                 let s = sigs[i];
-                self.shards[shard(s)].for_each(s as u16, &mut |d| f(i, d));
+                let sh = &self.shards[shard(s)];
+                let (start, end) = base[usize::from(j)];
+                sh.for_each_base(start as usize, end as usize, &mut |d| f(i, d));
+                if recent[usize::from(j)] {
+                    sh.for_each_recent(s as u16, &mut |d| f(i, d));
+                }
             }
         }
     }
@@ -309,7 +337,13 @@ impl Lists {
     }
 
     fn push(&mut self, sig: u32, doc: u32) {
-        self.shards[shard(sig)].push(sig as u16, doc);
+        let h = shard(sig);
+        if self.shards[h].push(sig as u16, doc) {
+            // the shard merged its middle run into its base: every entry is in the base
+            self.recent.clear_shard(h);
+        } else {
+            self.recent.set(sig);
+        }
         self.presence.set(sig);
         self.postings += 1;
     }
@@ -332,6 +366,9 @@ impl Lists {
 
     /// Doubles the presence map while a quarter of its bits are set.
     fn grow_presence(&mut self) {
+        if !self.presence.full() {
+            return;
+        }
         while self.presence.full() {
             let shards = &self.shards;
             self.presence = self.presence.doubled(
@@ -341,6 +378,19 @@ impl Lists {
                     .flat_map(|(h, sh)| sh.signatures(h)),
             );
         }
+        self.rebuild_recent();
+    }
+
+    /// Sets the map of entries outside the bases again, for the presence map's size, from
+    /// the shards' middle runs and buffers.
+    fn rebuild_recent(&mut self) {
+        let mut recent = Recent::for_presence(self.presence.bits());
+        for (h, sh) in self.shards.iter().enumerate() {
+            for s in sh.recent_signatures(h) {
+                recent.set(s);
+            }
+        }
+        self.recent = recent;
     }
 
     /// Enters document `doc` with signature set `sigs` (sorted, distinct) in the lists of
@@ -443,10 +493,13 @@ impl Lists {
         }
         let (lo, hi) = self.length_window(sigs.len());
         counts.resize(sigs.len(), 0);
-        // (document, its set length) for every entry met
+        // (document, its set length) for every entry met; the length's line is asked for
+        // at once and read in a pass of its own
+        let lens = &self.lens;
         self.visit(sigs, |i, d| {
             counts[i] += 1;
             met.push((d, 0));
+            prefetch(lens.as_ptr().wrapping_add(d as usize));
         });
         // the lengths read in one pass of their own, so that their misses overlap
         for m in met.iter_mut() {
@@ -484,7 +537,7 @@ impl Lists {
             bytes += sh.bytes();
         }
         bytes += self.lens.capacity() as u64 * 4;
-        bytes += self.presence.bytes();
+        bytes += self.presence.bytes() + self.recent.bytes();
         s.memory_bytes = bytes;
         s
     }

@@ -263,10 +263,58 @@ impl Shard {
             .map(move |&x| top | u32::from(x))
     }
 
-    /// Calls `f` with every document in the list of the signature with low bits `lo`.
+    /// Every signature with an entry in the middle run or the buffer, given this shard's
+    /// number.
+    pub(super) fn recent_signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
+        let top = (shard as u32) << (32 - SHARD_BITS);
+        self.mid_lo
+            .iter()
+            .chain(&self.new_lo)
+            .map(move |&x| top | u32::from(x))
+    }
+
+    /// Calls `f` with every document in the list of the signature with low bits `lo`; the
+    /// middle run and the buffer are searched only when `recent` (the signature's group may
+    /// have entries there: [`super::recent`]).
     #[inline]
-    pub(super) fn for_each(&self, lo: u16, f: &mut impl FnMut(u32)) {
-        run_for_each(&self.lo, &self.doc, lo, self.base_guess(lo), f);
+    pub(super) fn for_each(&self, lo: u16, recent: bool, f: &mut impl FnMut(u32)) {
+        let (start, end) = self.base_range(lo);
+        self.for_each_base(start, end, f);
+        if recent {
+            self.for_each_recent(lo, f);
+        }
+    }
+
+    /// Where the entries of the signature with low bits `lo` lie in the base: `start..end`,
+    /// empty when it has none there.
+    #[inline]
+    pub(super) fn base_range(&self, lo: u16) -> (usize, usize) {
+        let start = lower_bound_from(&self.lo, lo, self.base_guess(lo));
+        let mut end = start;
+        while end < self.lo.len() && self.lo[end] == lo {
+            end += 1;
+        }
+        (start, end)
+    }
+
+    /// Prefetches the line of the base's documents from position `at` on.
+    #[inline]
+    pub(super) fn prefetch_base_docs(&self, at: usize) {
+        prefetch(self.doc.as_ptr().wrapping_add(at));
+    }
+
+    /// Calls `f` with the base's documents at positions `start..end` (a [`Shard::base_range`]).
+    #[inline]
+    pub(super) fn for_each_base(&self, start: usize, end: usize, f: &mut impl FnMut(u32)) {
+        for &d in &self.doc[start..end] {
+            f(d);
+        }
+    }
+
+    /// Calls `f` with every document of the signature with low bits `lo` in the middle run
+    /// and the buffer.
+    #[inline]
+    pub(super) fn for_each_recent(&self, lo: u16, f: &mut impl FnMut(u32)) {
         run_for_each(&self.mid_lo, &self.mid_doc, lo, self.middle_guess(lo), f);
         if count_equal(&self.new_lo, lo) > 0 {
             for (j, &x) in self.new_lo.iter().enumerate() {
@@ -278,10 +326,11 @@ impl Shard {
     }
 
     /// Prefetches what a lookup of `lo` reads: the line the base's search starts from and
-    /// the lines either side, the document line beside it, the same two lines of the middle
-    /// run, and the buffer.
+    /// the lines either side, and when `recent` the middle run's line of keys and of
+    /// documents and the buffer. The base's documents are prefetched once the search has
+    /// found where they are ([`Shard::prefetch_base_docs`]).
     #[inline]
-    pub(super) fn prefetch_lookup(&self, lo: u16) {
+    pub(super) fn prefetch_lookup(&self, lo: u16, recent: bool) {
         let n = self.lo.len();
         if n > 0 {
             let guess = self.base_guess(lo).min(n - 1);
@@ -289,7 +338,9 @@ impl Shard {
             prefetch(at.wrapping_add(guess));
             prefetch(at.wrapping_add(guess.saturating_sub(PREFETCH_SPAN)));
             prefetch(at.wrapping_add((guess + PREFETCH_SPAN).min(n - 1)));
-            prefetch(self.doc.as_ptr().wrapping_add(guess));
+        }
+        if !recent {
+            return;
         }
         let m = self.mid_lo.len();
         if m > 0 {
@@ -315,21 +366,21 @@ impl Shard {
         prefetch(self.new_doc.as_ptr().wrapping_add(k));
     }
 
-    pub(super) fn push(&mut self, lo: u16, doc: u32) {
+    /// Enters `(lo, doc)`; true when the middle run was merged into the base (the middle
+    /// run and the buffer are then empty).
+    pub(super) fn push(&mut self, lo: u16, doc: u32) -> bool {
         if self.new_lo.capacity() == 0 {
             self.new_lo.reserve_exact(PENDING);
             self.new_doc.reserve_exact(PENDING);
         }
         self.new_lo.push(lo);
         self.new_doc.push(doc);
-        if self.new_lo.len() >= PENDING {
-            self.flush();
-        }
+        self.new_lo.len() >= PENDING && self.flush()
     }
 
     /// Sorts the buffer into the middle run, and the middle run into the base when it has
-    /// reached [`middle_limit`].
-    fn flush(&mut self) {
+    /// reached [`middle_limit`]; whether it did the latter.
+    fn flush(&mut self) -> bool {
         let k = self.new_lo.len();
         if k > 0 {
             // the buffer never holds more: push flushes at PENDING, pull only removes
@@ -351,7 +402,9 @@ impl Shard {
         }
         if self.mid_lo.len() >= middle_limit(self.lo.len()) {
             self.fold();
+            return true;
         }
+        false
     }
 
     /// Merges the middle run into the base.
@@ -486,7 +539,7 @@ mod tests {
         assert!(!s.lo.is_empty() && !s.mid_lo.is_empty() && !s.new_lo.is_empty());
         for key in [0u16, 97, 97 * 508, 5, u16::MAX] {
             let mut got = Vec::new();
-            s.for_each(key, &mut |d| got.push(d));
+            s.for_each(key, true, &mut |d| got.push(d));
             got.sort_unstable();
             let exp: Vec<u32> = want.iter().filter(|e| e.0 == key).map(|e| e.1).collect();
             assert_eq!(got, exp, "key {key}");
@@ -522,7 +575,7 @@ mod tests {
         assert_eq!(s.fences, [0; SEGMENTS]);
         for key in [0u16, 1, 8_192, 40_000, u16::MAX] {
             let mut got = Vec::new();
-            s.for_each(key, &mut |d| got.push(d));
+            s.for_each(key, true, &mut |d| got.push(d));
             let want: Vec<u32> = (0..n).filter(|&i| lo[i as usize] == key).collect();
             assert_eq!(got, want, "key {key}");
         }

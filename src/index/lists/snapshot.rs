@@ -171,6 +171,7 @@ impl Lists {
         for sh in &mut self.shards {
             sh.merge_all();
         }
+        self.rebuild_recent();
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp)?;
         let mut w = Summed {
@@ -294,6 +295,7 @@ impl Lists {
         lists.postings = postings;
         lists.documents = documents;
         lists.presence = presence;
+        lists.rebuild_recent();
         Ok((lists, stamp))
     }
 }

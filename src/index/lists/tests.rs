@@ -200,6 +200,8 @@ fn presence_grows_and_finds_every_copy() {
         sets.push(set);
     }
     assert!(lists.presence.bits() > bits, "map did not grow");
+    assert_eq!(lists.recent.bits(), lists.presence.bits() - recent::COARSER);
+    assert_recent_exact(&lists);
     let (mut out, mut hits) = (Vec::new(), QueryScratch::default());
     for (doc, set) in sets.iter().enumerate().step_by(97) {
         lists.query(set, &mut out, &mut hits);
@@ -321,4 +323,88 @@ fn parameters() {
         lists.insert(&[1], MAX_DOC + 1),
         Err(DocTooLarge(MAX_DOC + 1))
     );
+}
+
+/// Every signature with an entry in a middle run or a buffer has its bit set in the map of
+/// entries outside the bases (a lookup without it would search the base alone).
+fn assert_recent_exact(lists: &Lists) {
+    for (h, sh) in lists.shards.iter().enumerate() {
+        for s in sh.recent_signatures(h) {
+            assert!(lists.recent.may_contain(s), "recent {s:#x} not marked");
+        }
+    }
+}
+
+/// Thousands of documents in four shards, so that buffers are merged into middle runs and
+/// middle runs into bases many times: the candidates stay those of brute force, before and
+/// after removals and a snapshot, and the map of entries outside the bases stays exact.
+#[test]
+fn runs_merge_and_lookups_skip_only_what_is_in_no_run() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut sets: Vec<Vec<u32>> = Vec::new();
+    for doc in 0..4_000u64 {
+        let set: Vec<u32> = if doc % 5 == 4 {
+            // a near copy of a recent document: one signature replaced
+            let back = (next() as usize) % sets.len().min(50);
+            let mut s = sets[sets.len() - 1 - back].clone();
+            let k = (next() as usize) % s.len();
+            s[k] = (next() % (4 << 16)) as u32;
+            s
+        } else {
+            let n = 5 + (next() % 36) as usize;
+            (0..n).map(|_| (next() % (4 << 16)) as u32).collect()
+        };
+        let mut set = set;
+        set.sort_unstable();
+        set.dedup();
+        lists.insert(&set, doc).unwrap();
+        sets.push(set);
+        if doc % 500 == 0 {
+            assert_recent_exact(&lists);
+        }
+    }
+    assert_recent_exact(&lists);
+    let (base, recent): (usize, usize) = lists
+        .shards
+        .iter()
+        .map(|sh| (sh.base().0.len(), sh.recent_signatures(0).count()))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(base > 0 && recent > 0, "base {base}, recent {recent}");
+    let mut live = vec![true; sets.len()];
+    let mut out = Vec::new();
+    for q in sets.iter().step_by(7) {
+        check(&lists, &sets, &live, q, &mut out).unwrap();
+    }
+    for doc in (0..sets.len()).step_by(3) {
+        live[doc] = false;
+        lists.remove(&sets[doc], doc as u64);
+    }
+    assert_recent_exact(&lists);
+    for q in sets.iter().step_by(5) {
+        check(&lists, &sets, &live, q, &mut out).unwrap();
+    }
+    // a snapshot merges every run into the bases: nothing is left outside them
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lists.snapshot");
+    let stamp = snapshot::Stamp {
+        epoch: 1,
+        next_doc: sets.len() as u64,
+    };
+    lists.save(&path, stamp).unwrap();
+    assert!(lists.recent.words_all_clear());
+    let (mut loaded, _) = Lists::load(&path, 0.5, true).unwrap();
+    assert!(loaded.recent.words_all_clear());
+    for (doc, set) in sets.iter().enumerate().take(300) {
+        if !live[doc] {
+            loaded.insert(set, (sets.len() + doc) as u64).unwrap();
+        }
+    }
+    assert_recent_exact(&loaded);
 }

@@ -132,8 +132,8 @@ fn prefetch<T>(at: *const T) {
     let _ = at;
 }
 
-/// Prefetches both ends of `*at`: a value that straddles two cache lines (a shard's header
-/// is 96 bytes) needs both.
+/// Prefetches both ends of `*at`: a value that may straddle two cache lines needs both (a
+/// shard's header is one aligned line, so both ends are the same line there).
 #[inline(always)]
 fn prefetch_value<T>(at: &T) {
     let first = std::ptr::from_ref(at).cast::<u8>();

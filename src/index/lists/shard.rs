@@ -13,6 +13,12 @@
 //! entry is moved about `2·√(|base|/(2·PENDING))` times (16 at 10M, 5 at 1M), for one more
 //! short search a lookup. Runs are rebuilt into allocations of exactly their size, copying
 //! the stretches between new entries whole, so memory stays at six bytes an entry.
+//!
+//! The header is one cache line: a run is one allocation (its documents, then its keys), so
+//! it takes one pointer and a length instead of two of each, and the buffer is one
+//! allocation of fixed size behind a thin pointer. A lookup that outgrew the caches pays
+//! for every line it asks for (the core keeps only so many misses in flight), and every
+//! lookup and every insert reads a header.
 
 use super::{prefetch, SHARD_BITS};
 
@@ -93,29 +99,89 @@ fn entries_below(lo: &[u16], doc: &[u32], key: u16, d: u32) -> usize {
     j
 }
 
+/// A sorted run of `n` entries in one allocation of `n + ⌈n/2⌉` words: the documents, then
+/// the keys two to a word. `n` is not stored: `⌊2·len/3⌋` gives it back for every `n`.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    words: Box<[u32]>,
+}
+
+impl Run {
+    /// A run of `n` entries written by `fill(keys, docs)`.
+    fn build(n: usize, fill: impl FnOnce(&mut [u16], &mut [u32])) -> Run {
+        let mut words = vec![0u32; n + n.div_ceil(2)].into_boxed_slice();
+        let (doc, keys) = words.split_at_mut(n);
+        // SAFETY: `keys` holds ⌈n/2⌉ words, room for `n` u16 values; u16's alignment (2)
+        // divides u32's, every bit pattern is a valid u16, and the slice borrows `keys`
+        // mutably for its whole life, so nothing else reads or writes those bytes meanwhile.
+        let lo = unsafe { std::slice::from_raw_parts_mut(keys.as_mut_ptr().cast::<u16>(), n) };
+        fill(lo, doc);
+        Run { words }
+    }
+
+    /// A run of the entries `(lo[i], doc[i])` (the same length).
+    fn from_parts(lo: &[u16], doc: &[u32]) -> Run {
+        debug_assert_eq!(lo.len(), doc.len());
+        Run::build(lo.len(), |l, d| {
+            l.copy_from_slice(lo);
+            d.copy_from_slice(doc);
+        })
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.words.len() * 2 / 3
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// The keys, ascending.
+    #[inline]
+    fn lo(&self) -> &[u16] {
+        let n = self.len();
+        let keys = &self.words[n..];
+        // SAFETY: as in `Run::build`: ⌈n/2⌉ words hold `n` u16 values, alignment divides,
+        // any bits are a valid u16, and the shared borrow of `keys` outlives the slice.
+        unsafe { std::slice::from_raw_parts(keys.as_ptr().cast::<u16>(), n) }
+    }
+
+    /// The documents, in the keys' order.
+    #[inline]
+    fn doc(&self) -> &[u32] {
+        &self.words[..self.len()]
+    }
+}
+
+/// The buffer of a shard's new entries, unsorted: one allocation, made at the first push.
+#[derive(Debug, Clone)]
+struct Buffer {
+    lo: [u16; PENDING],
+    doc: [u32; PENDING],
+}
+
 /// Merges two runs sorted by (low bits, document) into a new run of exactly their size:
 /// the stretches of `a` between `b`'s entries are copied whole (`b` is the run of new
 /// entries, usually the shorter).
-fn merge_runs(
-    a_lo: &[u16],
-    a_doc: &[u32],
-    b_lo: &[u16],
-    b_doc: &[u32],
-) -> (Box<[u16]>, Box<[u32]>) {
+fn merge_runs(a_lo: &[u16], a_doc: &[u32], b_lo: &[u16], b_doc: &[u32]) -> Run {
     let n = a_lo.len() + b_lo.len();
-    let (mut lo, mut doc) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut i = 0;
-    for (&k, &d) in b_lo.iter().zip(b_doc) {
-        let j = i + entries_below(&a_lo[i..], &a_doc[i..], k, d);
-        lo.extend_from_slice(&a_lo[i..j]);
-        doc.extend_from_slice(&a_doc[i..j]);
-        lo.push(k);
-        doc.push(d);
-        i = j;
-    }
-    lo.extend_from_slice(&a_lo[i..]);
-    doc.extend_from_slice(&a_doc[i..]);
-    (lo.into_boxed_slice(), doc.into_boxed_slice())
+    Run::build(n, |lo, doc| {
+        let (mut i, mut o) = (0, 0);
+        for (&k, &d) in b_lo.iter().zip(b_doc) {
+            let j = i + entries_below(&a_lo[i..], &a_doc[i..], k, d);
+            let m = o + (j - i);
+            lo[o..m].copy_from_slice(&a_lo[i..j]);
+            doc[o..m].copy_from_slice(&a_doc[i..j]);
+            lo[m] = k;
+            doc[m] = d;
+            o = m + 1;
+            i = j;
+        }
+        lo[o..].copy_from_slice(&a_lo[i..]);
+        doc[o..].copy_from_slice(&a_doc[i..]);
+    })
 }
 
 /// Calls `f` with the document of every entry of `key` in a sorted run, searching from
@@ -136,19 +202,19 @@ const SEGMENT_BITS: u32 = 13;
 const SEGMENTS: usize = 1 << (16 - SEGMENT_BITS);
 
 /// Removes `(key, d)` from a sorted run; whether it was there.
-fn run_pull(lo: &mut Box<[u16]>, doc: &mut Box<[u32]>, key: u16, d: u32) -> bool {
+fn run_pull(run: &mut Run, key: u16, d: u32) -> bool {
+    let (lo, doc) = (run.lo(), run.doc());
     let start = lower_bound(lo, key);
     let end = start + lo[start..].partition_point(|&x| x == key);
     match doc[start..end].binary_search(&d) {
         Ok(k) => {
-            let (mut l, mut v) = (
-                std::mem::take(lo).into_vec(),
-                std::mem::take(doc).into_vec(),
-            );
-            l.remove(start + k);
-            v.remove(start + k);
-            *lo = l.into_boxed_slice();
-            *doc = v.into_boxed_slice();
+            let at = start + k;
+            *run = Run::build(lo.len() - 1, |l, v| {
+                l[..at].copy_from_slice(&lo[..at]);
+                l[at..].copy_from_slice(&lo[at + 1..]);
+                v[..at].copy_from_slice(&doc[..at]);
+                v[at..].copy_from_slice(&doc[at + 1..]);
+            });
             true
         }
         Err(_) => false,
@@ -164,16 +230,15 @@ fn middle_limit(base: usize) -> usize {
 
 /// The entries of the signatures that share their top 16 bits (see the module's text). Six
 /// bytes an entry, no per-signature allocation (most lists hold one document); the header
-/// is two cache lines, aligned.
+/// is one cache line, aligned.
 #[derive(Debug, Clone, Default)]
 #[repr(C, align(64))]
 pub(super) struct Shard {
-    lo: Box<[u16]>,
-    doc: Box<[u32]>,
-    mid_lo: Box<[u16]>,
-    mid_doc: Box<[u32]>,
-    new_lo: Vec<u16>,
-    new_doc: Vec<u32>,
+    base: Run,
+    mid: Run,
+    buf: Option<Box<Buffer>>,
+    /// Entries in the buffer.
+    buf_len: u8,
     /// Where the base's segments start: `fences[s − 1]` is the position of the first key at
     /// or above `s·2^13`, for `s` in 1..8 (the last slot is unused). A search starts where
     /// its key would sit in a uniform segment instead of a uniform run: at 10M indexed
@@ -188,8 +253,7 @@ impl Shard {
     /// A shard of one sorted run (a snapshot's).
     pub(super) fn from_sorted(lo: Vec<u16>, doc: Vec<u32>) -> Shard {
         let mut s = Shard {
-            lo: lo.into_boxed_slice(),
-            doc: doc.into_boxed_slice(),
+            base: Run::from_parts(&lo, &doc),
             ..Shard::default()
         };
         s.set_fences();
@@ -198,16 +262,29 @@ impl Shard {
 
     /// The base run: keys and documents (all the entries after [`Shard::merge_all`]).
     pub(super) fn base(&self) -> (&[u16], &[u32]) {
-        (&self.lo, &self.doc)
+        (self.base.lo(), self.base.doc())
+    }
+
+    /// The buffer's keys and documents.
+    #[inline]
+    fn pending(&self) -> (&[u16], &[u32]) {
+        match &self.buf {
+            Some(b) => {
+                let k = usize::from(self.buf_len);
+                (&b.lo[..k], &b.doc[..k])
+            }
+            None => (&[], &[]),
+        }
     }
 
     /// Sets [`Shard::fences`] for the base as it is now.
     fn set_fences(&mut self) {
         self.fences = [0; SEGMENTS];
-        if self.lo.len() <= usize::from(u16::MAX) {
+        let lo = self.base.lo();
+        if lo.len() <= usize::from(u16::MAX) {
             for s in 1..SEGMENTS {
                 let key = (s << SEGMENT_BITS) as u16;
-                self.fences[s - 1] = self.lo.partition_point(|&x| x < key) as u16;
+                self.fences[s - 1] = lo.partition_point(|&x| x < key) as u16;
             }
         }
     }
@@ -216,14 +293,14 @@ impl Shard {
     /// run (the middle run is short enough for that guess to be close).
     #[inline]
     fn middle_guess(&self, key: u16) -> usize {
-        (usize::from(key) * self.mid_lo.len()) >> 16
+        (usize::from(key) * self.mid.len()) >> 16
     }
 
     /// Where a search of the base for `key` starts: where the key would sit in a uniform
     /// segment (see [`Shard::fences`]), or in a uniform base when the fences are not kept.
     #[inline]
     fn base_guess(&self, key: u16) -> usize {
-        let n = self.lo.len();
+        let n = self.base.len();
         if n > usize::from(u16::MAX) {
             return (usize::from(key) * n) >> 16;
         }
@@ -248,18 +325,23 @@ impl Shard {
             let i = lower_bound(lo, first);
             i < lo.len() && lo[i] <= last
         };
-        in_run(&self.lo)
-            || in_run(&self.mid_lo)
-            || self.new_lo.iter().any(|&x| (first..=last).contains(&x))
+        in_run(self.base.lo())
+            || in_run(self.mid.lo())
+            || self
+                .pending()
+                .0
+                .iter()
+                .any(|&x| (first..=last).contains(&x))
     }
 
     /// Every signature with an entry, given this shard's number.
     pub(super) fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);
-        self.lo
+        self.base
+            .lo()
             .iter()
-            .chain(self.mid_lo.iter())
-            .chain(&self.new_lo)
+            .chain(self.mid.lo())
+            .chain(self.pending().0)
             .map(move |&x| top | u32::from(x))
     }
 
@@ -267,9 +349,10 @@ impl Shard {
     /// number.
     pub(super) fn recent_signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);
-        self.mid_lo
+        self.mid
+            .lo()
             .iter()
-            .chain(&self.new_lo)
+            .chain(self.pending().0)
             .map(move |&x| top | u32::from(x))
     }
 
@@ -289,9 +372,10 @@ impl Shard {
     /// empty when it has none there.
     #[inline]
     pub(super) fn base_range(&self, lo: u16) -> (usize, usize) {
-        let start = lower_bound_from(&self.lo, lo, self.base_guess(lo));
+        let keys = self.base.lo();
+        let start = lower_bound_from(keys, lo, self.base_guess(lo));
         let mut end = start;
-        while end < self.lo.len() && self.lo[end] == lo {
+        while end < keys.len() && keys[end] == lo {
             end += 1;
         }
         (start, end)
@@ -300,13 +384,13 @@ impl Shard {
     /// Prefetches the line of the base's documents from position `at` on.
     #[inline]
     pub(super) fn prefetch_base_docs(&self, at: usize) {
-        prefetch(self.doc.as_ptr().wrapping_add(at));
+        prefetch(self.base.doc().as_ptr().wrapping_add(at));
     }
 
     /// Calls `f` with the base's documents at positions `start..end` (a [`Shard::base_range`]).
     #[inline]
     pub(super) fn for_each_base(&self, start: usize, end: usize, f: &mut impl FnMut(u32)) {
-        for &d in &self.doc[start..end] {
+        for &d in &self.base.doc()[start..end] {
             f(d);
         }
     }
@@ -315,11 +399,12 @@ impl Shard {
     /// and the buffer.
     #[inline]
     pub(super) fn for_each_recent(&self, lo: u16, f: &mut impl FnMut(u32)) {
-        run_for_each(&self.mid_lo, &self.mid_doc, lo, self.middle_guess(lo), f);
-        if count_equal(&self.new_lo, lo) > 0 {
-            for (j, &x) in self.new_lo.iter().enumerate() {
+        run_for_each(self.mid.lo(), self.mid.doc(), lo, self.middle_guess(lo), f);
+        let (keys, docs) = self.pending();
+        if count_equal(keys, lo) > 0 {
+            for (j, &x) in keys.iter().enumerate() {
                 if x == lo {
-                    f(self.new_doc[j]);
+                    f(docs[j]);
                 }
             }
         }
@@ -331,10 +416,10 @@ impl Shard {
     /// found where they are ([`Shard::prefetch_base_docs`]).
     #[inline]
     pub(super) fn prefetch_lookup(&self, lo: u16, recent: bool) {
-        let n = self.lo.len();
+        let n = self.base.len();
         if n > 0 {
             let guess = self.base_guess(lo).min(n - 1);
-            let at = self.lo.as_ptr();
+            let at = self.base.lo().as_ptr();
             prefetch(at.wrapping_add(guess));
             prefetch(at.wrapping_add(guess.saturating_sub(PREFETCH_SPAN)));
             prefetch(at.wrapping_add((guess + PREFETCH_SPAN).min(n - 1)));
@@ -342,65 +427,72 @@ impl Shard {
         if !recent {
             return;
         }
-        let m = self.mid_lo.len();
+        let m = self.mid.len();
         if m > 0 {
             let guess = self.middle_guess(lo).min(m - 1);
-            prefetch(self.mid_lo.as_ptr().wrapping_add(guess));
-            prefetch(self.mid_doc.as_ptr().wrapping_add(guess));
+            prefetch(self.mid.lo().as_ptr().wrapping_add(guess));
+            prefetch(self.mid.doc().as_ptr().wrapping_add(guess));
         }
-        // the buffer's lines (its start need not be aligned: the last line too)
-        let k = self.new_lo.len();
-        for i in (0..k).step_by(32) {
-            prefetch(self.new_lo.as_ptr().wrapping_add(i));
+        // the buffer's lines of keys (its start need not be aligned: the last line too)
+        let keys = self.pending().0;
+        for i in (0..keys.len()).step_by(32) {
+            prefetch(keys.as_ptr().wrapping_add(i));
         }
-        if k > 0 {
-            prefetch(self.new_lo.as_ptr().wrapping_add(k - 1));
+        if let Some(last) = keys.last() {
+            prefetch(last);
         }
     }
 
     /// Prefetches the buffer's free slots, where [`Shard::push`] writes.
     #[inline]
     pub(super) fn prefetch_push(&self) {
-        let k = self.new_lo.len();
-        prefetch(self.new_lo.as_ptr().wrapping_add(k));
-        prefetch(self.new_doc.as_ptr().wrapping_add(k));
+        if let Some(b) = &self.buf {
+            let k = usize::from(self.buf_len).min(PENDING - 1);
+            prefetch(&b.lo[k]);
+            prefetch(&b.doc[k]);
+        }
     }
 
     /// Enters `(lo, doc)`; true when the middle run was merged into the base (the middle
     /// run and the buffer are then empty).
     pub(super) fn push(&mut self, lo: u16, doc: u32) -> bool {
-        if self.new_lo.capacity() == 0 {
-            self.new_lo.reserve_exact(PENDING);
-            self.new_doc.reserve_exact(PENDING);
-        }
-        self.new_lo.push(lo);
-        self.new_doc.push(doc);
-        self.new_lo.len() >= PENDING && self.flush()
+        let b = self.buf.get_or_insert_with(|| {
+            Box::new(Buffer {
+                lo: [0; PENDING],
+                doc: [0; PENDING],
+            })
+        });
+        let k = usize::from(self.buf_len);
+        b.lo[k] = lo;
+        b.doc[k] = doc;
+        self.buf_len += 1;
+        usize::from(self.buf_len) >= PENDING && self.flush()
     }
 
     /// Sorts the buffer into the middle run, and the middle run into the base when it has
     /// reached [`middle_limit`]; whether it did the latter.
     fn flush(&mut self) -> bool {
-        let k = self.new_lo.len();
+        let k = usize::from(self.buf_len);
         if k > 0 {
             // the buffer never holds more: push flushes at PENDING, pull only removes
             debug_assert!(k <= PENDING);
             let mut stack = [(0u16, 0u32); PENDING];
             let pairs = &mut stack[..k];
-            for (p, (&l, &d)) in pairs.iter_mut().zip(self.new_lo.iter().zip(&self.new_doc)) {
+            let (keys, docs) = self.pending();
+            for (p, (&l, &d)) in pairs.iter_mut().zip(keys.iter().zip(docs)) {
                 *p = (l, d);
             }
             pairs.sort_unstable();
+            let mut lo = [0u16; PENDING];
+            let mut doc = [0u32; PENDING];
             for (j, &(l, d)) in pairs.iter().enumerate() {
-                self.new_lo[j] = l;
-                self.new_doc[j] = d;
+                lo[j] = l;
+                doc[j] = d;
             }
-            (self.mid_lo, self.mid_doc) =
-                merge_runs(&self.mid_lo, &self.mid_doc, &self.new_lo, &self.new_doc);
-            self.new_lo.clear();
-            self.new_doc.clear();
+            self.mid = merge_runs(self.mid.lo(), self.mid.doc(), &lo[..k], &doc[..k]);
+            self.buf_len = 0;
         }
-        if self.mid_lo.len() >= middle_limit(self.lo.len()) {
+        if self.mid.len() >= middle_limit(self.base.len()) {
             self.fold();
             return true;
         }
@@ -409,13 +501,17 @@ impl Shard {
 
     /// Merges the middle run into the base.
     fn fold(&mut self) {
-        if self.mid_lo.is_empty() {
+        if self.mid.is_empty() {
             return;
         }
-        (self.lo, self.doc) = merge_runs(&self.lo, &self.doc, &self.mid_lo, &self.mid_doc);
+        self.base = merge_runs(
+            self.base.lo(),
+            self.base.doc(),
+            self.mid.lo(),
+            self.mid.doc(),
+        );
         self.set_fences();
-        self.mid_lo = Box::default();
-        self.mid_doc = Box::default();
+        self.mid = Run::default();
     }
 
     /// Merges every entry into the base (for a snapshot, which writes the base alone).
@@ -426,17 +522,19 @@ impl Shard {
 
     /// Removes the entry (lo, doc); whether it was there.
     pub(super) fn pull(&mut self, lo: u16, doc: u32) -> bool {
-        if let Some(j) =
-            (0..self.new_lo.len()).find(|&j| self.new_lo[j] == lo && self.new_doc[j] == doc)
-        {
-            self.new_lo.swap_remove(j);
-            self.new_doc.swap_remove(j);
+        let k = usize::from(self.buf_len);
+        if let Some(b) = &mut self.buf {
+            if let Some(j) = (0..k).find(|&j| b.lo[j] == lo && b.doc[j] == doc) {
+                b.lo[j] = b.lo[k - 1];
+                b.doc[j] = b.doc[k - 1];
+                self.buf_len -= 1;
+                return true;
+            }
+        }
+        if run_pull(&mut self.mid, lo, doc) {
             return true;
         }
-        if run_pull(&mut self.mid_lo, &mut self.mid_doc, lo, doc) {
-            return true;
-        }
-        let found = run_pull(&mut self.lo, &mut self.doc, lo, doc);
+        let found = run_pull(&mut self.base, lo, doc);
         if found {
             self.set_fences();
         }
@@ -444,16 +542,17 @@ impl Shard {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.lo.len() + self.mid_lo.len() + self.new_lo.len()
+        self.base.len() + self.mid.len() + usize::from(self.buf_len)
     }
 
     /// (distinct signatures, of which shared by two documents or more, longest list).
     pub(super) fn shape(&self) -> (u64, u64, u64) {
         let mut all: Vec<u16> = self
-            .lo
+            .base
+            .lo()
             .iter()
-            .chain(self.mid_lo.iter())
-            .chain(&self.new_lo)
+            .chain(self.mid.lo())
+            .chain(self.pending().0)
             .copied()
             .collect();
         all.sort_unstable();
@@ -468,8 +567,11 @@ impl Shard {
 
     /// Bytes held, the header included.
     pub(super) fn bytes(&self) -> u64 {
-        ((self.lo.len() + self.mid_lo.len() + self.new_lo.capacity()) * 2
-            + (self.doc.len() + self.mid_doc.len() + self.new_doc.capacity()) * 4
+        ((self.base.words.len() + self.mid.words.len()) * 4
+            + self
+                .buf
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Buffer>())
             + std::mem::size_of::<Shard>()) as u64
     }
 }
@@ -480,26 +582,24 @@ mod tests {
 
     /// The shard's entries, sorted, by brute force.
     fn entries(s: &Shard) -> Vec<(u16, u32)> {
-        let mut v: Vec<(u16, u32)> =
-            s.lo.iter()
-                .copied()
-                .zip(s.doc.iter().copied())
-                .chain(s.mid_lo.iter().copied().zip(s.mid_doc.iter().copied()))
-                .chain(s.new_lo.iter().copied().zip(s.new_doc.iter().copied()))
-                .collect();
+        let runs = [s.base(), (s.mid.lo(), s.mid.doc()), s.pending()];
+        let mut v: Vec<(u16, u32)> = runs
+            .iter()
+            .flat_map(|(lo, doc)| lo.iter().copied().zip(doc.iter().copied()))
+            .collect();
         v.sort_unstable();
         v
     }
 
     /// The fences are where a search of every key would find it.
     fn fences_hold(s: &Shard) -> bool {
+        let lo = s.base.lo();
         (0..=u16::MAX).step_by(7).all(|k| {
             let g = s.base_guess(k);
-            g <= s.lo.len() && lower_bound_from(&s.lo, k, g) == s.lo.partition_point(|&x| x < k)
+            g <= lo.len() && lower_bound_from(lo, k, g) == lo.partition_point(|&x| x < k)
         }) && (1..SEGMENTS).all(|seg| {
             usize::from(s.fences[seg - 1])
-                == s.lo
-                    .partition_point(|&x| usize::from(x) < seg << SEGMENT_BITS)
+                == lo.partition_point(|&x| usize::from(x) < seg << SEGMENT_BITS)
         })
     }
 
@@ -510,8 +610,8 @@ mod tests {
     }
 
     #[test]
-    fn header_is_two_lines() {
-        assert_eq!(std::mem::size_of::<Shard>(), 128);
+    fn header_is_one_line() {
+        assert_eq!(std::mem::size_of::<Shard>(), 64);
         assert_eq!(std::mem::align_of::<Shard>(), 64);
     }
 
@@ -529,14 +629,14 @@ mod tests {
             s.push(lo, doc);
             want.push((lo, doc));
             if doc % 997 == 0 {
-                assert!(sorted(&s.lo, &s.doc) && sorted(&s.mid_lo, &s.mid_doc));
+                assert!(sorted(s.base.lo(), s.base.doc()) && sorted(s.mid.lo(), s.mid.doc()));
                 assert!(fences_hold(&s));
-                assert!(s.mid_lo.len() <= middle_limit(s.lo.len()) + PENDING);
+                assert!(s.mid.len() <= middle_limit(s.base.len()) + PENDING);
             }
         }
         want.sort_unstable();
         assert_eq!(entries(&s), want);
-        assert!(!s.lo.is_empty() && !s.mid_lo.is_empty() && !s.new_lo.is_empty());
+        assert!(!s.base.is_empty() && !s.mid.is_empty() && s.buf_len > 0);
         for key in [0u16, 97, 97 * 508, 5, u16::MAX] {
             let mut got = Vec::new();
             s.for_each(key, true, &mut |d| got.push(d));
@@ -546,9 +646,9 @@ mod tests {
         }
         // removals from each run
         let (b, m, n) = (
-            (s.lo[7], s.doc[7]),
-            (s.mid_lo[3], s.mid_doc[3]),
-            (s.new_lo[0], s.new_doc[0]),
+            (s.base.lo()[7], s.base.doc()[7]),
+            (s.mid.lo()[3], s.mid.doc()[3]),
+            (s.pending().0[0], s.pending().1[0]),
         );
         for (lo, d) in [b, m, n] {
             assert!(s.pull(lo, d));
@@ -559,8 +659,8 @@ mod tests {
         assert!(fences_hold(&s));
         s.merge_all();
         assert!(fences_hold(&s));
-        assert!(s.mid_lo.is_empty() && s.new_lo.is_empty());
-        assert!(sorted(&s.lo, &s.doc));
+        assert!(s.mid.is_empty() && s.buf_len == 0);
+        assert!(sorted(s.base.lo(), s.base.doc()));
         assert_eq!(entries(&s), want);
     }
 
@@ -583,15 +683,31 @@ mod tests {
 
     #[test]
     fn merge_runs_interleaves_equal_keys_by_document() {
-        let (lo, doc) = merge_runs(
+        let r = merge_runs(
             &[1, 1, 1, 4],
             &[2, 5, 9, 0],
             &[0, 1, 1, 4, 9],
             &[7, 1, 6, 3, 0],
         );
-        assert_eq!(&*lo, &[0, 1, 1, 1, 1, 1, 4, 4, 9]);
-        assert_eq!(&*doc, &[7, 1, 2, 5, 6, 9, 0, 3, 0]);
-        let (lo, doc) = merge_runs(&[], &[], &[3], &[1]);
-        assert_eq!((&*lo, &*doc), (&[3u16][..], &[1u32][..]));
+        assert_eq!(r.lo(), &[0, 1, 1, 1, 1, 1, 4, 4, 9]);
+        assert_eq!(r.doc(), &[7, 1, 2, 5, 6, 9, 0, 3, 0]);
+        let r = merge_runs(&[], &[], &[3], &[1]);
+        assert_eq!((r.lo(), r.doc()), (&[3u16][..], &[1u32][..]));
+    }
+
+    /// A run gives back its length, keys and documents for every length (the keys share
+    /// the allocation with the documents, two to a word).
+    #[test]
+    fn runs_of_every_length_keep_their_entries() {
+        for n in 0..200usize {
+            let lo: Vec<u16> = (0..n).map(|i| (i * 331 % 65_536) as u16).collect();
+            let doc: Vec<u32> = (0..n)
+                .map(|i| (i as u32).wrapping_mul(0x9e37_79b9))
+                .collect();
+            let r = Run::from_parts(&lo, &doc);
+            assert_eq!(r.len(), n);
+            assert_eq!(r.words.len(), n + n.div_ceil(2));
+            assert_eq!((r.lo(), r.doc()), (&lo[..], &doc[..]));
+        }
     }
 }

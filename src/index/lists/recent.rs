@@ -2,10 +2,10 @@
 //! signatures that share their top `bits` bits, set while any signature of the group may
 //! have an entry in its shard's middle run or buffer.
 //!
-//! A shard keeps most of its entries in the base (at 10M indexed pages ~93 %: a base of
-//! ~10,400 entries against a middle run of at most ~1,400 and a buffer of at most 96), and
-//! a lookup that had to search all three runs asked for some ten cache lines, four or five
-//! of them for the two small runs. The deciding thread is then bound by how many misses the
+//! A shard keeps most of its entries in the base (at 10M indexed pages more than nine in
+//! ten: the middle run is merged into the base at `√(2·96·|base|)` entries, so it holds
+//! half that on average, and the buffer at most 96), and a lookup that had to search all
+//! three runs asked for some ten cache lines, four or five of them for the two small runs. The deciding thread is then bound by how many misses the
 //! core keeps in flight, not by the instructions: a profile at 10M put a third of the
 //! query's samples just behind its prefetch instructions, waiting for a free fill buffer.
 //! With this map a lookup whose group bit is clear reads the base alone.
@@ -16,8 +16,9 @@
 //! its middle run is merged into its base, which leaves the shard's two small runs empty.
 //!
 //! The map has three bits fewer than the presence map (a group of eight times as many
-//! signatures: at 10M, 64 MiB against 512), and is rebuilt from the shards' small runs when
-//! the presence map doubles.
+//! signatures: at 10M, 64 MiB against 512). It is rebuilt from the shards' small runs when
+//! the presence map doubles, and cleared when a snapshot is written (every run is then
+//! merged into its base) or read (a snapshot holds bases only).
 
 use super::SHARD_BITS;
 
@@ -94,6 +95,11 @@ impl Recent {
         self.words.iter().all(|&w| w == 0)
     }
 
+    /// Clears every bit (no shard has a middle run or a buffer).
+    pub(crate) fn clear_all(&mut self) {
+        self.words.fill(0);
+    }
+
     /// Bytes of memory held.
     pub(crate) fn bytes(&self) -> u64 {
         self.words.capacity() as u64 * 8
@@ -107,7 +113,7 @@ mod tests {
 
     #[test]
     fn groups_and_shards() {
-        for presence_bits in [presence::MIN_BITS, 24, presence::MAX_BITS] {
+        for presence_bits in presence::MIN_BITS..=presence::MAX_BITS {
             let mut r = Recent::for_presence(presence_bits);
             assert_eq!(r.bits(), presence_bits - COARSER);
             let sigs = [0x0001_0000u32, 0x0001_ffff, 0x0002_0000, 0xffff_ffff, 0];

@@ -32,7 +32,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use super::{presence, Lists, Presence, Shard, SHARD_BITS};
+use super::{presence, Lists, Presence, Recent, Shard, SHARD_BITS};
 
 const MAGIC: &[u8; 8] = b"NDLISTS\0";
 /// Version of the snapshot layout.
@@ -171,7 +171,7 @@ impl Lists {
         for sh in &mut self.shards {
             sh.merge_all();
         }
-        self.rebuild_recent();
+        self.recent.clear_all();
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp)?;
         let mut w = Summed {
@@ -294,8 +294,8 @@ impl Lists {
         }
         lists.postings = postings;
         lists.documents = documents;
+        lists.recent = Recent::for_presence(presence.bits());
         lists.presence = presence;
-        lists.rebuild_recent();
         Ok((lists, stamp))
     }
 }

@@ -186,21 +186,34 @@ fn presence_grows_and_finds_every_copy() {
     let mut sets = Vec::new();
     let mut rng = 0x2545_f491_4f6c_dd1du64;
     for doc in 0..60_000u64 {
-        let mut set: Vec<u32> = (0..12)
-            .map(|_| {
+        let mut set: Vec<u32> = (0..16)
+            .map(|k| {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                rng as u32
+                // a quarter of the signatures in shards 0..4, whose runs are merged many
+                // times while the map doubles
+                if k % 4 == 0 {
+                    rng as u32 & 0x0003_ffff
+                } else {
+                    rng as u32
+                }
             })
             .collect();
         set.sort_unstable();
         set.dedup();
         lists.insert(&set, doc).unwrap();
         sets.push(set);
+        if doc % 1_000 == 0 {
+            assert_recent_exact(&lists);
+        }
     }
     assert!(lists.presence.bits() > bits, "map did not grow");
     assert_eq!(lists.recent.bits(), lists.presence.bits() - recent::COARSER);
+    assert!(
+        (0..4).all(|h| lists.shards[h].base().0.len() > 2 * shard::PENDING),
+        "no middle run was merged into a base"
+    );
     assert_recent_exact(&lists);
     let (mut out, mut hits) = (Vec::new(), QueryScratch::default());
     for (doc, set) in sets.iter().enumerate().step_by(97) {
@@ -366,9 +379,8 @@ fn runs_merge_and_lookups_skip_only_what_is_in_no_run() {
         set.dedup();
         lists.insert(&set, doc).unwrap();
         sets.push(set);
-        if doc % 500 == 0 {
-            assert_recent_exact(&lists);
-        }
+        // after every insert: a fold that cleared a neighbour's bits shows at once
+        assert_recent_exact(&lists);
     }
     assert_recent_exact(&lists);
     let (base, recent): (usize, usize) = lists

@@ -256,7 +256,7 @@ impl Lists {
     #[inline]
     pub fn for_each(&self, sig: u32, mut f: impl FnMut(u32)) {
         if self.presence.may_contain(sig) {
-            let recent = self.recent.may_contain(sig);
+            let recent = self.recent.get(sig);
             self.shards[shard(sig)].for_each(sig as u16, recent, &mut f);
         }
     }
@@ -302,7 +302,7 @@ impl Lists {
             let mut recent = [false; GROUP];
             for &j in live {
                 let s = group[usize::from(j)];
-                let r = self.recent.may_contain(s);
+                let r = self.recent.get(s);
                 recent[usize::from(j)] = r;
                 self.shards[shard(s)].prefetch_lookup(s as u16, r);
             }

@@ -19,11 +19,89 @@ pub(crate) const MIN_BITS: u32 = 20;
 /// Bits of the largest map: one bit per signature.
 pub(crate) const MAX_BITS: u32 = 32;
 
-/// A bitmap over the top `bits` bits of signatures.
+/// A bitmap over the top `bits` bits of signatures: one bit per group of signatures that
+/// share them (the presence map, and the coarser map of [`super::recent`]).
 #[derive(Debug, Clone)]
-pub(crate) struct Presence {
+pub(crate) struct TopBits {
     bits: u32,
     words: Vec<u64>,
+}
+
+impl TopBits {
+    /// A map of `bits` bits, all clear.
+    pub(crate) fn with_bits(bits: u32) -> TopBits {
+        debug_assert!((6..=MAX_BITS).contains(&bits));
+        TopBits {
+            bits,
+            words: vec![0; 1usize << (bits - 6)],
+        }
+    }
+
+    /// Bits of the map: signatures sharing their top `bits` bits share a bit.
+    pub(crate) fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The words, for whole-range updates.
+    pub(crate) fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.words
+    }
+
+    /// The words.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    #[inline]
+    fn slot(&self, sig: u32) -> usize {
+        // bits ≤ 32, so the shift is at most 26 and at least 0
+        (u64::from(sig) >> (32 - self.bits)) as usize
+    }
+
+    /// Whether the bit of `sig`'s group is set.
+    #[inline]
+    pub(crate) fn get(&self, sig: u32) -> bool {
+        let s = self.slot(sig);
+        (self.words[s >> 6] >> (s & 63)) & 1 == 1
+    }
+
+    /// Asks for the line holding `sig`'s bit without waiting for it ([`super::prefetch`]).
+    #[inline]
+    pub(crate) fn prefetch(&self, sig: u32) {
+        super::prefetch(&self.words[self.slot(sig) >> 6]);
+    }
+
+    /// Sets the bit of `sig`'s group; whether it was clear.
+    #[inline]
+    pub(crate) fn set(&mut self, sig: u32) -> bool {
+        let s = self.slot(sig);
+        let w = &mut self.words[s >> 6];
+        let m = 1u64 << (s & 63);
+        let was_clear = *w & m == 0;
+        *w |= m;
+        was_clear
+    }
+
+    /// Clears the bit of `sig`'s group; whether it was set.
+    pub(crate) fn clear(&mut self, sig: u32) -> bool {
+        let s = self.slot(sig);
+        let w = &mut self.words[s >> 6];
+        let m = 1u64 << (s & 63);
+        let was_set = *w & m != 0;
+        *w &= !m;
+        was_set
+    }
+
+    /// Bytes of memory held.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.words.capacity() as u64 * 8
+    }
+}
+
+/// The presence map: [`TopBits`] with a count of the bits set.
+#[derive(Debug, Clone)]
+pub(crate) struct Presence {
+    map: TopBits,
     ones: u64,
 }
 
@@ -37,58 +115,42 @@ impl Presence {
     pub(crate) fn with_bits(bits: u32) -> Presence {
         debug_assert!((MIN_BITS..=MAX_BITS).contains(&bits));
         Presence {
-            bits,
-            words: vec![0; 1usize << (bits - 6)],
+            map: TopBits::with_bits(bits),
             ones: 0,
         }
     }
 
     /// Bits of the map: signatures sharing their top `bits` bits share a bit.
     pub(crate) fn bits(&self) -> u32 {
-        self.bits
-    }
-
-    #[inline]
-    fn slot(&self, sig: u32) -> usize {
-        // bits ≤ 32, so the shift is at most 12 and at least 0
-        (u64::from(sig) >> (32 - self.bits)) as usize
+        self.map.bits()
     }
 
     /// Whether a signature of `sig`'s group has an entry (always true if `sig` has one).
     #[inline]
     pub(crate) fn may_contain(&self, sig: u32) -> bool {
-        let s = self.slot(sig);
-        (self.words[s >> 6] >> (s & 63)) & 1 == 1
+        self.map.get(sig)
     }
 
-    /// Asks for the line holding `sig`'s bit without waiting for it ([`super::prefetch`]).
+    /// Asks for the line holding `sig`'s bit without waiting for it.
     #[inline]
     pub(crate) fn prefetch(&self, sig: u32) {
-        super::prefetch(&self.words[self.slot(sig) >> 6]);
+        self.map.prefetch(sig);
     }
 
     /// Sets the bit of `sig`'s group.
     #[inline]
     pub(crate) fn set(&mut self, sig: u32) {
-        let s = self.slot(sig);
-        let w = &mut self.words[s >> 6];
-        let m = 1u64 << (s & 63);
-        self.ones += u64::from(*w & m == 0);
-        *w |= m;
+        self.ones += u64::from(self.map.set(sig));
     }
 
     /// Clears the bit of `sig`'s group (its last entry left the lists).
     pub(crate) fn clear(&mut self, sig: u32) {
-        let s = self.slot(sig);
-        let w = &mut self.words[s >> 6];
-        let m = 1u64 << (s & 63);
-        self.ones -= u64::from(*w & m != 0);
-        *w &= !m;
+        self.ones -= u64::from(self.map.clear(sig));
     }
 
     /// The inclusive range of signatures that share `sig`'s bit.
     pub(crate) fn group(&self, sig: u32) -> (u32, u32) {
-        let free = 32 - self.bits;
+        let free = 32 - self.bits();
         let first = ((u64::from(sig) >> free) << free) as u32;
         let last = (u64::from(first) + (1u64 << free) - 1) as u32;
         (first, last)
@@ -98,13 +160,13 @@ impl Presence {
     /// signature then finds its group set one time in four) and it is not yet one bit per
     /// signature.
     pub(crate) fn full(&self) -> bool {
-        self.bits < MAX_BITS && self.ones * 4 > self.words.len() as u64 * 64
+        self.bits() < MAX_BITS && self.ones * 4 > self.map.words().len() as u64 * 64
     }
 
     /// A map of `bits + 1` bits with the bits of `signatures` (every signature that has an
     /// entry) set.
     pub(crate) fn doubled(&self, signatures: impl Iterator<Item = u32>) -> Presence {
-        let mut p = Presence::with_bits((self.bits + 1).min(MAX_BITS));
+        let mut p = Presence::with_bits((self.bits() + 1).min(MAX_BITS));
         for s in signatures {
             p.set(s);
         }
@@ -119,7 +181,7 @@ impl Presence {
 
     /// Bytes of memory held.
     pub(crate) fn bytes(&self) -> u64 {
-        self.words.capacity() as u64 * 8
+        self.map.bytes()
     }
 }
 

@@ -20,16 +20,31 @@
 //! the presence map doubles, and cleared when a snapshot is written (every run is then
 //! merged into its base) or read (a snapshot holds bases only).
 
+use super::presence::TopBits;
 use super::SHARD_BITS;
 
 /// How many bits fewer than the presence map.
 pub(crate) const COARSER: u32 = 3;
 
-/// A bitmap over the top `bits` bits of signatures.
+/// The map (see the module's text). Read and set through [`TopBits`]: a set bit means a
+/// signature of the group may have an entry in its shard's middle run or buffer.
 #[derive(Debug, Clone)]
 pub(crate) struct Recent {
-    bits: u32,
-    words: Vec<u64>,
+    map: TopBits,
+}
+
+impl std::ops::Deref for Recent {
+    type Target = TopBits;
+
+    fn deref(&self) -> &TopBits {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Recent {
+    fn deref_mut(&mut self) -> &mut TopBits {
+        &mut self.map
+    }
 }
 
 impl Recent {
@@ -38,71 +53,34 @@ impl Recent {
         let bits = presence_bits - COARSER;
         debug_assert!(bits > SHARD_BITS, "a group must lie within a shard");
         Recent {
-            bits,
-            words: vec![0; 1usize << (bits - 6)],
+            map: TopBits::with_bits(bits),
         }
-    }
-
-    /// Bits of the map.
-    #[cfg(test)]
-    pub(crate) fn bits(&self) -> u32 {
-        self.bits
-    }
-
-    #[inline]
-    fn slot(&self, sig: u32) -> usize {
-        (u64::from(sig) >> (32 - self.bits)) as usize
-    }
-
-    /// Whether a signature of `sig`'s group may have an entry in its shard's middle run or
-    /// buffer (always true if `sig` has one).
-    #[inline]
-    pub(crate) fn may_contain(&self, sig: u32) -> bool {
-        let s = self.slot(sig);
-        (self.words[s >> 6] >> (s & 63)) & 1 == 1
-    }
-
-    /// Asks for the line holding `sig`'s bit without waiting for it.
-    #[inline]
-    pub(crate) fn prefetch(&self, sig: u32) {
-        super::prefetch(&self.words[self.slot(sig) >> 6]);
-    }
-
-    /// Sets the bit of `sig`'s group.
-    #[inline]
-    pub(crate) fn set(&mut self, sig: u32) {
-        let s = self.slot(sig);
-        self.words[s >> 6] |= 1u64 << (s & 63);
     }
 
     /// Clears the bits of every group of shard `shard` (its middle run and buffer are empty).
     pub(crate) fn clear_shard(&mut self, shard: usize) {
-        let per = self.bits - SHARD_BITS;
+        let per = self.map.bits() - SHARD_BITS;
         let first = shard << per;
+        let words = self.map.words_mut();
         if per >= 6 {
-            let words = 1usize << (per - 6);
+            let n = 1usize << (per - 6);
             let at = first >> 6;
-            self.words[at..at + words].fill(0);
+            words[at..at + n].fill(0);
         } else {
             let mask = ((1u64 << (1u32 << per)) - 1) << (first & 63);
-            self.words[first >> 6] &= !mask;
+            words[first >> 6] &= !mask;
         }
+    }
+
+    /// Clears every bit (no shard has a middle run or a buffer).
+    pub(crate) fn clear_all(&mut self) {
+        self.map.words_mut().fill(0);
     }
 
     /// Whether no bit is set.
     #[cfg(test)]
     pub(crate) fn words_all_clear(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
-    }
-
-    /// Clears every bit (no shard has a middle run or a buffer).
-    pub(crate) fn clear_all(&mut self) {
-        self.words.fill(0);
-    }
-
-    /// Bytes of memory held.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.words.capacity() as u64 * 8
+        self.map.words().iter().all(|&w| w == 0)
     }
 }
 
@@ -118,16 +96,16 @@ mod tests {
             assert_eq!(r.bits(), presence_bits - COARSER);
             let sigs = [0x0001_0000u32, 0x0001_ffff, 0x0002_0000, 0xffff_ffff, 0];
             for &s in &sigs {
-                assert!(!r.may_contain(s));
+                assert!(!r.get(s));
                 r.set(s);
-                assert!(r.may_contain(s));
+                assert!(r.get(s));
             }
             // shard 1 cleared: its two signatures only
             r.clear_shard(1);
-            assert!(!r.may_contain(0x0001_0000));
-            assert!(!r.may_contain(0x0001_ffff));
+            assert!(!r.get(0x0001_0000));
+            assert!(!r.get(0x0001_ffff));
             for s in [0x0002_0000u32, 0xffff_ffff, 0] {
-                assert!(r.may_contain(s), "{s:#x} cleared with shard 1");
+                assert!(r.get(s), "{s:#x} cleared with shard 1");
             }
             r.clear_shard(0xffff);
             r.clear_shard(0);

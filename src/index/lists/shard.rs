@@ -120,6 +120,7 @@ impl Run {
     }
 
     /// A run of the entries `(lo[i], doc[i])` (the same length).
+    #[cfg(test)]
     fn from_parts(lo: &[u16], doc: &[u32]) -> Run {
         debug_assert_eq!(lo.len(), doc.len());
         Run::build(lo.len(), |l, d| {
@@ -250,10 +251,11 @@ pub(super) struct Shard {
 }
 
 impl Shard {
-    /// A shard of one sorted run (a snapshot's).
-    pub(super) fn from_sorted(lo: Vec<u16>, doc: Vec<u32>) -> Shard {
+    /// A shard of one sorted run of `n` entries written by `fill(keys, docs)` (a snapshot's,
+    /// read straight into the run's allocation).
+    pub(super) fn with_base(n: usize, fill: impl FnOnce(&mut [u16], &mut [u32])) -> Shard {
         let mut s = Shard {
-            base: Run::from_parts(&lo, &doc),
+            base: Run::build(n, fill),
             ..Shard::default()
         };
         s.set_fences();
@@ -671,7 +673,10 @@ mod tests {
             .map(|i| (u64::from(i) * 65_536 / u64::from(n)) as u16)
             .collect();
         let doc: Vec<u32> = (0..n).collect();
-        let s = Shard::from_sorted(lo.clone(), doc);
+        let s = Shard::with_base(lo.len(), |l, d| {
+            l.copy_from_slice(&lo);
+            d.copy_from_slice(&doc);
+        });
         assert_eq!(s.fences, [0; SEGMENTS]);
         for key in [0u16, 1, 8_192, 40_000, u16::MAX] {
             let mut got = Vec::new();

@@ -109,14 +109,19 @@ impl<R: Read> Checked<R> {
 
     fn values<T: Le>(&mut self, n: usize, out: &mut Vec<T>, buf: &mut Vec<u8>) -> io::Result<()> {
         self.fits(n, T::SIZE as u64)?;
-        out.reserve_exact(n);
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(CHUNK);
-            buf.resize(k * T::SIZE, 0);
+        let at = out.len();
+        out.resize(at + n, T::ZERO);
+        self.fill(&mut out[at..], buf)
+    }
+
+    /// Reads `out.len()` values into `out` (the caller checked that they fit: [`Self::fits`]).
+    fn fill<T: Le>(&mut self, out: &mut [T], buf: &mut Vec<u8>) -> io::Result<()> {
+        for chunk in out.chunks_mut(CHUNK) {
+            buf.resize(chunk.len() * T::SIZE, 0);
             self.take(buf)?;
-            out.extend(buf.chunks_exact(T::SIZE).map(T::get));
-            left -= k;
+            for (v, b) in chunk.iter_mut().zip(buf.chunks_exact(T::SIZE)) {
+                *v = T::get(b);
+            }
         }
         Ok(())
     }
@@ -125,12 +130,14 @@ impl<R: Read> Checked<R> {
 /// The arrays' element types, written little-endian.
 trait Le: Copy {
     const SIZE: usize;
+    const ZERO: Self;
     fn put(self, out: &mut Vec<u8>);
     fn get(bytes: &[u8]) -> Self;
 }
 
 impl Le for u16 {
     const SIZE: usize = 2;
+    const ZERO: u16 = 0;
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
@@ -141,6 +148,7 @@ impl Le for u16 {
 
 impl Le for u32 {
     const SIZE: usize = 4;
+    const ZERO: u32 = 0;
     fn put(self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.to_le_bytes());
     }
@@ -266,9 +274,14 @@ impl Lists {
             if total > postings {
                 return Err(invalid("more entries than postings"));
             }
-            let (mut lo, mut doc) = (Vec::new(), Vec::new());
-            r.values(k, &mut lo, &mut buf)?;
-            r.values(k, &mut doc, &mut buf)?;
+            // read straight into the shard's run: no copy of the lists on the way
+            r.fits(k, 6)?;
+            let mut read = Ok(());
+            let s = Shard::with_base(k, |lo, doc| {
+                read = r.fill(lo, &mut buf).and_then(|()| r.fill(doc, &mut buf));
+            });
+            read?;
+            let (lo, doc) = s.base();
             let sorted = lo
                 .windows(2)
                 .zip(doc.windows(2))
@@ -277,10 +290,9 @@ impl Lists {
                 return Err(invalid(format!("shard {h} out of order")));
             }
             let top = (h as u32) << (32 - SHARD_BITS);
-            for &l in &lo {
+            for &l in lo {
                 presence.set(top | u32::from(l));
             }
-            let s = Shard::from_sorted(lo, doc);
             *sh = s;
         }
         let crc = r.crc.clone().finalize();

@@ -498,6 +498,14 @@ fn latency_run(
     let (own, rest) = allowed
         .split_last()
         .map_or((vec![], vec![]), |(o, r)| (vec![*o], r.to_vec()));
+    // a pinned role signs on as many threads as it has cores, as the stage itself chooses
+    // when its process is limited to them (more threads than cores only share the core)
+    let (mut ss, mut sd) = (ss, sd);
+    if let Some(p) = pinned {
+        for (s, r) in [(&mut ss, Role::Signer), (&mut sd, Role::Decider)] {
+            s.jobs = if r == p { own.len() } else { rest.len() }.max(1);
+        }
+    }
     let mut guard = Pinned::default();
     if pinned.is_some() {
         if let Some(pid) = a.broker_pid {

@@ -27,6 +27,7 @@ pub mod alg_g;
 pub mod alg_h;
 pub mod docs;
 pub mod freq;
+mod ids;
 pub mod lists;
 mod mutate;
 pub mod reader;
@@ -293,6 +294,8 @@ pub struct Index {
     restore: Option<ListsRestore>,
     /// The mutations since the last [`Index::take_journal`], when journaling is on.
     journal: Option<Vec<Mutation>>,
+    /// Fingerprints of every stored id: a new page's id lookup ends here ([`ids`]).
+    ids: ids::IdSet,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -575,8 +578,10 @@ impl Index {
             epoch,
             restore: None,
             journal: None,
+            ids: ids::IdSet::with_capacity(next_doc as usize),
         };
         index.restore_lists(stop)?;
+        index.fill_ids(stop)?;
         Ok(index)
     }
 
@@ -587,7 +592,29 @@ impl Index {
 
     /// The stored record of document `id`, if it was decided before.
     pub fn find_id(&self, id: &str) -> Result<Option<DocRecord>, IndexError> {
+        if !self.ids.may_contain(id.as_bytes()) {
+            return Ok(None);
+        }
         Ok(reader::find_id(self.store.as_ref(), id)?.map(|(_, rec)| rec))
+    }
+
+    /// Fills the set of ids' fingerprints from the `ids` family (opening the index).
+    fn fill_ids(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u32, false);
+        // ids are UTF-8, which never holds the byte 0xff
+        self.store.scan(Family::Ids, &[], &[0xff], &mut |k, _| {
+            seen = seen.wrapping_add(1);
+            if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                return false;
+            }
+            ids.insert(k);
+            true
+        })?;
+        if interrupted {
+            return Err(IndexError::Interrupted);
+        }
+        Ok(())
     }
 
     /// The record of internal document `num`.
@@ -727,6 +754,7 @@ impl Index {
         }
         self.store.write(b)?;
         self.next_doc = num + 1;
+        self.ids.insert(rec.id.as_bytes());
         if let Some(j) = self.journal.as_mut() {
             j.push(Mutation::Put {
                 num,

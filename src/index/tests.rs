@@ -721,3 +721,48 @@ fn journal_restores_an_identical_index() {
     let e = changelog::decode(b"other-id", log[1].1.as_deref(), &pid).unwrap_err();
     assert!(e.contains("holds the record of"), "{e}");
 }
+
+/// The set of ids' fingerprints answers for every stored id, whatever its decision and
+/// method, after puts and after a reopen (it is filled from the `ids` family), and a
+/// removed id is answered by the store.
+#[test]
+fn every_stored_id_is_found_after_puts_and_a_reopen() {
+    for method in [Method::Spotsigs, Method::AlgG] {
+        let dir = tempfile::tempdir().unwrap();
+        let params = IndexParams {
+            method,
+            ..IndexParams::default()
+        };
+        let kind = |i: u32| match i % 3 {
+            0 => DecisionKind::Unique,
+            1 => DecisionKind::Duplicate,
+            _ => DecisionKind::Skipped,
+        };
+        let n = 3_000u32;
+        {
+            let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+            for i in 0..n {
+                let hashes = (0..12).map(|j| i * 16 + j).collect();
+                idx.put(&rec(&format!("d{i}"), i64::from(i), kind(i), hashes, 7))
+                    .unwrap();
+                assert!(idx.find_id(&format!("d{i}")).unwrap().is_some());
+                assert!(idx.find_id(&format!("d{}", i / 2)).unwrap().is_some());
+            }
+            assert!(idx.remove_id("d5").unwrap());
+            assert!(idx.find_id("d5").unwrap().is_none());
+        }
+        let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+        for i in (0..n).filter(|&i| i != 5) {
+            let rec = idx.find_id(&format!("d{i}")).unwrap();
+            assert_eq!(rec.map(|r| r.decision.kind), Some(kind(i)), "d{i} {method}");
+        }
+        for i in n..2 * n {
+            assert!(idx.find_id(&format!("d{i}")).unwrap().is_none());
+        }
+        assert!(idx.find_id("d5").unwrap().is_none());
+        // a removed id decided again is found again
+        idx.put(&rec("d5", 1, DecisionKind::Unique, vec![1, 2, 3], 7))
+            .unwrap();
+        assert!(idx.find_id("d5").unwrap().is_some());
+    }
+}

@@ -41,7 +41,8 @@ fn fingerprint(id: &[u8]) -> u32 {
 
 impl IdSet {
     /// An empty set sized for `n` ids.
-    pub fn with_capacity(n: usize) -> IdSet {
+    #[cfg(test)]
+    fn with_capacity(n: usize) -> IdSet {
         let mut s = IdSet::default();
         s.resize(n);
         s

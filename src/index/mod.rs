@@ -578,7 +578,9 @@ impl Index {
             epoch,
             restore: None,
             journal: None,
-            ids: ids::IdSet::with_capacity(next_doc as usize),
+            // grown as the ids are read: next_doc counts removed documents too, and a
+            // long retention window removes most of them
+            ids: ids::IdSet::default(),
         };
         index.restore_lists(stop)?;
         index.fill_ids(stop)?;

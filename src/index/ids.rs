@@ -44,13 +44,14 @@ impl IdSet {
     #[cfg(test)]
     fn with_capacity(n: usize) -> IdSet {
         let mut s = IdSet::default();
-        s.resize(n);
+        // at most three quarters full once `n` are in
+        s.rebuild((n.max(1) * 4 / 3 + 1).next_power_of_two());
         s
     }
 
-    fn resize(&mut self, n: usize) {
-        // at most three quarters full once `n` are in
-        let cap = (n.max(1) * 4 / 3 + 1).next_power_of_two().max(64);
+    /// Re-places the fingerprints in a table of `cap` slots (a power of two).
+    fn rebuild(&mut self, cap: usize) {
+        let cap = cap.max(64);
         let old = std::mem::replace(&mut self.slots, vec![0; cap]);
         self.shift = 64 - cap.trailing_zeros();
         self.len = 0;
@@ -80,7 +81,7 @@ impl IdSet {
     /// Adds an id.
     pub fn insert(&mut self, id: &[u8]) {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.resize((self.len + 1) * 2);
+            self.rebuild(self.slots.len() * 2);
         }
         self.place(fingerprint(id));
     }
@@ -138,6 +139,13 @@ mod tests {
         assert!(
             s.len() * 4 <= s.bytes() / 4 * 3,
             "at most three quarters full"
+        );
+        // it doubles when full, so it is never less than three eighths full
+        assert!(
+            s.len() * 8 >= s.bytes() / 4 * 3,
+            "{} in {} B",
+            s.len(),
+            s.bytes()
         );
         // ids never inserted: only a stored id with the same fingerprint says maybe, about
         // n / 2^32 of them each (9.3 expected here; 40 is far in the tail)

@@ -397,6 +397,11 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
                         }
                     }
                 }
+                // as `neardup dedup` does before it writes a batch's lines
+                if let Err(e) = dedup.index().flush_wal() {
+                    err = Some(e.into());
+                    return dups;
+                }
             }
             dups
         },

@@ -242,6 +242,10 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
             },
             &page.signed,
         )?;
+        // as the stage does: the log of a batch of decisions is written out at once
+        if (i + 1) % crate::dedup::WAL_BATCH as u64 == 0 {
+            dedup.index().flush_wal()?;
+        }
         lat.push(u32::try_from(t.elapsed().as_nanos()).unwrap_or(u32::MAX));
         row.docs += 1;
         match out.decision.kind {

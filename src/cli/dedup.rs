@@ -221,6 +221,9 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                 }
             }
         });
+        // a batch's output lines are written once the index's log of its decisions is in
+        // the log's file, so a line in the output is never of a decision the index lost
+        let (mut unique_lines, mut dup_lines) = (Vec::new(), Vec::new());
         for msg in rx.iter() {
             let (lines, prepared) = msg?;
             if lines.is_empty() {
@@ -267,15 +270,19 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                         let out = match outcome.decision.kind {
                             DecisionKind::Unique => {
                                 s.unique += 1;
-                                &mut unique_out
+                                &mut unique_lines
                             }
                             DecisionKind::Skipped => {
                                 s.skipped += 1;
-                                &mut unique_out
+                                &mut unique_lines
                             }
                             DecisionKind::Duplicate => {
                                 s.duplicate += 1;
-                                dup_out.as_mut().unwrap_or(&mut unique_out)
+                                if dup_out.is_some() {
+                                    &mut dup_lines
+                                } else {
+                                    &mut unique_lines
+                                }
                             }
                         };
                         let rec = record::tagged(
@@ -288,10 +295,17 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                             keep_text,
                         );
                         serde_json::to_writer(&mut *out, &rec)?;
-                        out.write_all(b"\n")?;
+                        out.push(b'\n');
                         since_sweep += 1;
                     }
                 }
+            }
+            dedup.index().flush_wal()?;
+            unique_out.write_all(&unique_lines)?;
+            unique_lines.clear();
+            if let Some(w) = &mut dup_out {
+                w.write_all(&dup_lines)?;
+                dup_lines.clear();
             }
             if let (Some(window), true) = (retention, since_sweep >= 10_000) {
                 since_sweep = 0;

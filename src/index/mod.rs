@@ -741,13 +741,15 @@ impl Index {
     /// document, its index entries. Returns its internal number.
     pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
         let num = self.next_doc;
-        let mut b = Batch::default();
         let unique = rec.decision.kind == DecisionKind::Unique;
+        // only unique documents are ever candidates: the others are stored without signatures
+        let bytes = rec.encode_with(unique);
+        // the record, the id, the three keys and the next number; the fingerprint tables'
+        // entries (alg.G, alg.H) grow it
+        let mut b = Batch::with_capacity(bytes.len() + 2 * rec.id.len() + 64, 4);
         if unique {
             self.index_entries(&mut b, rec, num, true)?;
         }
-        // only unique documents are ever candidates: the others are stored without signatures
-        let bytes = rec.encode_with(unique);
         b.put(Family::Docs, &num.to_be_bytes(), &bytes);
         b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
         b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
@@ -811,6 +813,13 @@ impl Index {
             lists: self.lists.as_ref().map(lists::Lists::stats),
             frequencies_bytes: self.freq.as_ref().map(freq::Freq::bytes),
         })
+    }
+
+    /// Hands the log of the writes so far to the operating system ([`Store::flush_wal`]):
+    /// call it before publishing a decision, so that a decision a reader saw outlives the
+    /// process's death.
+    pub fn flush_wal(&self) -> Result<(), IndexError> {
+        Ok(self.store.flush_wal()?)
     }
 
     /// Flushes memtables to disk.

@@ -12,7 +12,7 @@ use super::{
     now_secs, observe, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL, HEADER_DECISION,
     HEADER_REASON, HEADER_SCHEMA,
 };
-use crate::dedup::{Deduplicator, PageRef, Prepared};
+use crate::dedup::{Deduplicator, PageRef, Prepared, WAL_BATCH};
 use crate::index::{DecisionKind, Index};
 use crate::record::{self, changelog, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry as tm;
@@ -173,7 +173,14 @@ pub(super) fn decide_loop(
     let mut newest_seen = i64::MIN;
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
-    while let Some(job) = jobs.blocking_recv() {
+    // the records waiting in the queue (at most WAL_BATCH) are decided one after the
+    // other, the index's log of their decisions is handed to the operating system once,
+    // and only then are they passed on to be produced: an offset is stored after its
+    // record's decision is in the log's file, so a decision lost with the process is made
+    // again on redelivery
+    let mut ready: Vec<Outbound> = Vec::with_capacity(WAL_BATCH);
+    let mut next = jobs.blocking_recv();
+    while let Some(job) = next {
         let mut ob = match take(job, &dead_t, max_out, counts)? {
             Err(dead) => dead,
             Ok(Taken {
@@ -295,14 +302,33 @@ pub(super) fn decide_loop(
                 });
             }
         }
-        if out.blocking_send(ob).is_err() {
-            // the producer stopped: its error is reported by the caller
-            return Ok(());
+        ready.push(ob);
+        next = if ready.len() < WAL_BATCH {
+            jobs.try_recv().ok()
+        } else {
+            None
+        };
+        if next.is_some() {
+            continue;
+        }
+        dedup
+            .index()
+            .flush_wal()
+            .context("the index cannot write its log")?;
+        let now = Instant::now();
+        for mut ob in ready.drain(..) {
+            // the wait for the batch's log is the stage's own time
+            ob.decided = now;
+            if out.blocking_send(ob).is_err() {
+                // the producer stopped: its error is reported by the caller
+                return Ok(());
+            }
         }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();
             publish_index_stats(dedup.index());
         }
+        next = jobs.blocking_recv();
     }
     publish_index_stats(dedup.index());
     Ok(())

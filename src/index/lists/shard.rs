@@ -20,6 +20,8 @@
 //! for every line it asks for (the core keeps only so many misses in flight), and every
 //! lookup and every insert reads a header.
 
+use std::mem::MaybeUninit;
+
 use super::{prefetch, SHARD_BITS};
 
 /// New entries of a shard wait in a small unsorted buffer until there are this many, then
@@ -119,6 +121,34 @@ impl Run {
         Run { words }
     }
 
+    /// A run of `n` entries written by `fill(keys, docs)`, which must write every one of
+    /// them: the allocation is not zeroed first (a merge writes each entry once; zeroing
+    /// a base of ~70 KB first was a pass over cold memory of its own).
+    fn build_whole(
+        n: usize,
+        fill: impl FnOnce(&mut [MaybeUninit<u16>], &mut [MaybeUninit<u32>]),
+    ) -> Run {
+        let len = n + n.div_ceil(2);
+        let mut words = Box::<[u32]>::new_uninit_slice(len);
+        if let Some(last) = words.last_mut() {
+            // the upper half of the last word is padding when `n` is odd
+            last.write(0);
+        }
+        let (doc, keys) = words.split_at_mut(n);
+        // SAFETY: `keys` holds ⌈n/2⌉ words, room for `n` u16 values; u16's alignment (2)
+        // divides u32's, and the slice borrows `keys` mutably for its whole life.
+        let lo = unsafe {
+            std::slice::from_raw_parts_mut(keys.as_mut_ptr().cast::<MaybeUninit<u16>>(), n)
+        };
+        fill(lo, doc);
+        // SAFETY: `fill` wrote all `n` documents and `n` keys (its contract: each caller's
+        // stretches cover `0..n`, and `put` checks each stretch's length), and the padding
+        // was written above.
+        Run {
+            words: unsafe { words.assume_init() },
+        }
+    }
+
     /// A run of the entries `(lo[i], doc[i])` (the same length).
     #[cfg(test)]
     fn from_parts(lo: &[u16], doc: &[u32]) -> Run {
@@ -168,21 +198,30 @@ struct Buffer {
 /// entries, usually the shorter).
 fn merge_runs(a_lo: &[u16], a_doc: &[u32], b_lo: &[u16], b_doc: &[u32]) -> Run {
     let n = a_lo.len() + b_lo.len();
-    Run::build(n, |lo, doc| {
+    Run::build_whole(n, |lo, doc| {
         let (mut i, mut o) = (0, 0);
         for (&k, &d) in b_lo.iter().zip(b_doc) {
             let j = i + entries_below(&a_lo[i..], &a_doc[i..], k, d);
             let m = o + (j - i);
-            lo[o..m].copy_from_slice(&a_lo[i..j]);
-            doc[o..m].copy_from_slice(&a_doc[i..j]);
-            lo[m] = k;
-            doc[m] = d;
+            put(&mut lo[o..m], &a_lo[i..j]);
+            put(&mut doc[o..m], &a_doc[i..j]);
+            lo[m].write(k);
+            doc[m].write(d);
             o = m + 1;
             i = j;
         }
-        lo[o..].copy_from_slice(&a_lo[i..]);
-        doc[o..].copy_from_slice(&a_doc[i..]);
+        put(&mut lo[o..], &a_lo[i..]);
+        put(&mut doc[o..], &a_doc[i..]);
     })
+}
+
+/// Writes `src` into `dst` (the same length: checked).
+#[inline]
+fn put<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T]) {
+    assert_eq!(dst.len(), src.len());
+    // SAFETY: the lengths are equal, `MaybeUninit<T>` has `T`'s layout, and a shared and
+    // a mutable borrow cannot overlap.
+    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr().cast::<T>(), src.len()) }
 }
 
 /// Calls `f` with the document of every entry of `key` in a sorted run, searching from
@@ -210,11 +249,11 @@ fn run_pull(run: &mut Run, key: u16, d: u32) -> bool {
     match doc[start..end].binary_search(&d) {
         Ok(k) => {
             let at = start + k;
-            *run = Run::build(lo.len() - 1, |l, v| {
-                l[..at].copy_from_slice(&lo[..at]);
-                l[at..].copy_from_slice(&lo[at + 1..]);
-                v[..at].copy_from_slice(&doc[..at]);
-                v[at..].copy_from_slice(&doc[at + 1..]);
+            *run = Run::build_whole(lo.len() - 1, |l, v| {
+                put(&mut l[..at], &lo[..at]);
+                put(&mut l[at..], &lo[at + 1..]);
+                put(&mut v[..at], &doc[..at]);
+                put(&mut v[at..], &doc[at + 1..]);
             });
             true
         }

@@ -399,7 +399,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
                 }
                 // as `neardup dedup` does before it writes a batch's lines
                 if let Err(e) = dedup.index().flush_wal() {
-                    err = Some(e.into());
+                    err = Some(e);
                     return dups;
                 }
             }

@@ -756,7 +756,8 @@ impl Index {
         if unique && self.lists.is_some() && num > lists::MAX_DOC {
             return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
         }
-        self.store.write(b)?;
+        // the deciding loop writes the log out before it publishes the decision
+        self.store.write_buffered(b)?;
         self.next_doc = num + 1;
         self.ids.insert(rec.id.as_bytes());
         if let Some(j) = self.journal.as_mut() {

@@ -291,20 +291,29 @@ pub trait Store: Send + Sync {
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StoreError>;
 
-    /// Applies all operations of the batch atomically (one RocksDB `WriteBatch`).
+    /// Applies all operations of the batch atomically (one RocksDB `WriteBatch`); on return
+    /// they are in the log's file, so they survive the death of the process.
     ///
     /// Operations are applied in insertion order, so a later operation on the
     /// same key wins.
     fn write(&self, batch: Batch) -> Result<(), StoreError>;
 
+    /// [`Store::write`], but the log of the write may stay in the process until the next
+    /// [`Store::flush_wal`] (or `write`): for the decisions, whose log the deciding loops
+    /// write out once for a batch before they publish any of it. Readers of this store see
+    /// the write at once.
+    fn write_buffered(&self, batch: Batch) -> Result<(), StoreError> {
+        self.write(batch)
+    }
+
     /// Flushes buffered writes (memtables) to durable storage.
     fn flush(&self) -> Result<(), StoreError>;
 
-    /// Hands the write-ahead log's buffer to the operating system. [`RocksStore`] buffers
-    /// the log of its writes in the process and writes it out here (or when the buffer
-    /// fills): a write survives the death of the process only once this has returned after
-    /// it, so a caller that publishes what it wrote (a decision produced, an offset stored,
-    /// an output line written) calls this first. Nothing to do for the in-memory store.
+    /// Hands the write-ahead log's buffer to the operating system: a
+    /// [`Store::write_buffered`] survives the death of the process only once this (or a
+    /// later [`Store::write`]) has returned, so a caller that publishes what it wrote (a
+    /// decision produced, an offset stored, an output line written) calls this first.
+    /// Nothing to do for the in-memory store.
     fn flush_wal(&self) -> Result<(), StoreError> {
         Ok(())
     }
@@ -468,9 +477,9 @@ fn options_with(cache: Option<&rocksdb::Cache>) -> Options {
     // stay bounded (by default the bound is four times all write buffers, several GB; a
     // 1M-record soak saw the index directory reach 1.5 GB)
     opts.set_max_total_wal_size(256 << 20);
-    // the log of each write stays in the process until `flush_wal`: the deciding loops
-    // write it out once for a batch of decisions, before any of them is published, instead
-    // of one system call a decision
+    // the log of a write stays in the process until `flush_wal`: `write` calls it at once,
+    // and the deciding loops write the log of a batch of decisions (`write_buffered`) once,
+    // before any of them is published, instead of one system call a decision
     opts.set_manual_wal_flush(true);
     opts
 }
@@ -642,6 +651,11 @@ impl Store for RocksStore {
     }
 
     fn write(&self, batch: Batch) -> Result<(), StoreError> {
+        self.write_buffered(batch)?;
+        self.flush_wal()
+    }
+
+    fn write_buffered(&self, batch: Batch) -> Result<(), StoreError> {
         let mut cfs: [Option<&ColumnFamily>; Family::ALL.len()] = [None; Family::ALL.len()];
         // the batch's bytes and, for each operation, a tag, a family and two lengths: one
         // allocation, never grown
@@ -982,17 +996,20 @@ mod tests {
         assert_eq!(store.get(Family::AlgG, b"k").unwrap(), None);
     }
 
-    /// A write reaches the log's file, where a process that follows the store (and a
-    /// restart after the writer's death) reads it, only once `flush_wal` has returned;
-    /// the writer itself reads it at once.
+    /// A buffered write reaches the log's file, where a process that follows the store (and
+    /// a restart after the writer's death) reads it, only once `flush_wal` has returned; the
+    /// writer itself reads it at once; a plain write is in the file on return.
     #[test]
     fn rocks_store_log_is_written_out_by_flush_wal() {
         let dir = tempfile::tempdir().unwrap();
         let primary = RocksStore::open(&dir.path().join("db")).unwrap();
         let mut b = Batch::new();
         b.put(Family::Docs, b"k1", b"v1");
-        primary.write(b).unwrap();
-        assert_eq!(primary.get(Family::Docs, b"k1").unwrap(), Some(b"v1".to_vec()));
+        primary.write_buffered(b).unwrap();
+        assert_eq!(
+            primary.get(Family::Docs, b"k1").unwrap(),
+            Some(b"v1".to_vec())
+        );
         let follower =
             RocksStore::open_secondary(&dir.path().join("db"), &dir.path().join("own"), 1 << 20)
                 .unwrap();
@@ -1000,7 +1017,19 @@ mod tests {
         assert_eq!(follower.get(Family::Docs, b"k1").unwrap(), None);
         primary.flush_wal().unwrap();
         follower.catch_up().unwrap();
-        assert_eq!(follower.get(Family::Docs, b"k1").unwrap(), Some(b"v1".to_vec()));
+        assert_eq!(
+            follower.get(Family::Docs, b"k1").unwrap(),
+            Some(b"v1".to_vec())
+        );
+        // a plain write is in the file on return
+        let mut b = Batch::new();
+        b.put(Family::Meta, b"k2", b"v2");
+        primary.write(b).unwrap();
+        follower.catch_up().unwrap();
+        assert_eq!(
+            follower.get(Family::Meta, b"k2").unwrap(),
+            Some(b"v2".to_vec())
+        );
         // a follower writes nothing, its flush_wal included
         follower.flush_wal().unwrap();
     }

@@ -300,7 +300,8 @@ pub trait Store: Send + Sync {
 
     /// [`Store::write`], but the log of the write may stay in the process until the next
     /// [`Store::flush_wal`] (or `write`): for the decisions, whose log the deciding loops
-    /// write out once for a batch before they publish any of it. Readers of this store see
+    /// write out once for a batch before they publish any of it, and a restore's documents
+    /// (written out at its end, before its marker is removed). Readers of this store see
     /// the write at once.
     fn write_buffered(&self, batch: Batch) -> Result<(), StoreError> {
         self.write(batch)

@@ -173,14 +173,21 @@ pub(super) fn decide_loop(
     let mut newest_seen = i64::MIN;
     let mut since_sweep = 0u64;
     let mut last_stats = Instant::now() - Duration::from_secs(60);
-    // the records waiting in the queue (at most WAL_BATCH) are decided one after the
-    // other, the index's log of their decisions is handed to the operating system once,
-    // and only then are they passed on to be produced: an offset is stored after its
-    // record's decision is in the log's file, so a decision lost with the process is made
-    // again on redelivery
+    // the records waiting in the queue and already signed (at most WAL_BATCH) are decided
+    // one after the other, the index's log of their decisions is handed to the operating
+    // system once, and only then are they passed on to be produced: an offset is stored
+    // after its record's decision is in the log's file, so a decision lost with the process
+    // is made again on redelivery
     let mut ready: Vec<Outbound> = Vec::with_capacity(WAL_BATCH);
     let mut next = jobs.blocking_recv();
     while let Some(job) = next {
+        // the records decided already are not held while this one is still being signed
+        if !ready.is_empty()
+            && job.prepared.is_empty()
+            && !publish(dedup.index(), &mut ready, &out)?
+        {
+            return Ok(());
+        }
         let mut ob = match take(job, &dead_t, max_out, counts)? {
             Err(dead) => dead,
             Ok(Taken {
@@ -283,6 +290,10 @@ pub(super) fn decide_loop(
             }
         };
         if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
+            // nor through a sweep
+            if !publish(dedup.index(), &mut ready, &out)? {
+                return Ok(());
+            }
             since_sweep = 0;
             let n = dedup
                 .index_mut()
@@ -311,18 +322,8 @@ pub(super) fn decide_loop(
         if next.is_some() {
             continue;
         }
-        dedup
-            .index()
-            .flush_wal()
-            .context("the index cannot write its log")?;
-        let now = Instant::now();
-        for mut ob in ready.drain(..) {
-            // the wait for the batch's log is the stage's own time
-            ob.decided = now;
-            if out.blocking_send(ob).is_err() {
-                // the producer stopped: its error is reported by the caller
-                return Ok(());
-            }
+        if !publish(dedup.index(), &mut ready, &out)? {
+            return Ok(());
         }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();
@@ -332,6 +333,27 @@ pub(super) fn decide_loop(
     }
     publish_index_stats(dedup.index());
     Ok(())
+}
+
+/// Writes out the index's log of the decisions in `ready`, then hands them on to be
+/// produced, in order; false when the producer stopped (its error is reported by the
+/// caller).
+fn publish(index: &Index, ready: &mut Vec<Outbound>, out: &mpsc::Sender<Outbound>) -> Result<bool> {
+    if ready.is_empty() {
+        return Ok(true);
+    }
+    index
+        .flush_wal()
+        .context("the index cannot write its log")?;
+    let now = Instant::now();
+    for mut ob in ready.drain(..) {
+        // the wait for the batch's log is the stage's own time
+        ob.decided = now;
+        if out.blocking_send(ob).is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn publish_index_stats(index: &Index) {

@@ -744,9 +744,9 @@ impl Index {
         let unique = rec.decision.kind == DecisionKind::Unique;
         // only unique documents are ever candidates: the others are stored without signatures
         let bytes = rec.encode_with(unique);
-        // the record, the id, the three keys and the next number; the fingerprint tables'
-        // entries (alg.G, alg.H) grow it
-        let mut b = Batch::with_capacity(bytes.len() + 2 * rec.id.len() + 64, 4);
+        // the record, the id, the two document-number keys and values and the `next_doc`
+        // key (under 64 bytes); the fingerprint tables' entries (alg.G, alg.H) grow it
+        let mut b = Batch::with_capacity(bytes.len() + rec.id.len() + 64, 4);
         if unique {
             self.index_entries(&mut b, rec, num, true)?;
         }

@@ -14,10 +14,17 @@ fn signer() -> &'static Signer {
 }
 
 /// decode → strip → sign → fingerprint: the bytes as a page record (the stage's and file
-/// mode's path), and as the HTML of a page.
+/// mode's path, its decoding checked against the JSON library's), and as the HTML of a page.
 pub fn page(data: &[u8]) {
     let s = signer();
     let _ = prepare(data, s, 1 << 24);
+    // the decoder's fast path accepts only what the JSON library accepts, and decodes it
+    // to the same page
+    if let Ok(p) = neardup::record::decode_page(data, 1 << 24) {
+        let general: neardup::record::Page =
+            serde_json::from_slice(data).expect("a decoded record is JSON of a page");
+        assert_eq!(p.page, general, "the fast path and the JSON library differ");
+    }
     let signed = s.sign(&String::from_utf8_lossy(data));
     assert_eq!(signed.fingerprint.len(), 1, "one 64-bit fingerprint");
 }

@@ -19,11 +19,18 @@ pub fn page(data: &[u8]) {
     let s = signer();
     let _ = prepare(data, s, 1 << 24);
     // the decoder's fast path accepts only what the JSON library accepts, and decodes it
-    // to the same page
-    if let Ok(p) = neardup::record::decode_page(data, 1 << 24) {
-        let general: neardup::record::Page =
-            serde_json::from_slice(data).expect("a decoded record is JSON of a page");
-        assert_eq!(p.page, general, "the fast path and the JSON library differ");
+    // to the same page (or refuses it for the same reason)
+    use neardup::record::{decode_page, decode_page_general};
+    match (
+        decode_page(data, 1 << 24),
+        decode_page_general(data, 1 << 24),
+    ) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a.page, b.page, "the fast path and the JSON library differ");
+            assert_eq!((a.doc_id, a.fetched_at), (b.doc_id, b.fetched_at));
+        }
+        (Err(a), Err(b)) => assert_eq!(a, b, "the two decoders refuse differently"),
+        (a, b) => panic!("one decoder refuses: fast path {a:?}, JSON library {b:?}"),
     }
     let signed = s.sign(&String::from_utf8_lossy(data));
     assert_eq!(signed.fingerprint.len(), 1, "one 64-bit fingerprint");

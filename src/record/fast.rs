@@ -1,15 +1,17 @@
 //! The fast path of decoding a page record.
 //!
-//! Most of a record's bytes are its HTML, a JSON string with an escape every 8 to 40 bytes
-//! (an attribute's quotes, a newline). The general JSON decoder copies it one run between
-//! escapes at a time, at about 1 GB/s on this project's machine; the largest pages (2 to 6 MB)
-//! took as long to decode as to strip and sign. This path parses the common shape of a page
+//! Most of a record's bytes are its HTML, a JSON string with an escape every 7 to 40 bytes
+//! (an attribute's quotes, a newline). The general JSON decoder decoded it at 0.9–1.0 GB/s
+//! on this project's machine; the largest pages (2 to 6 MB) took as long to decode as to
+//! strip and sign. This path parses the common shape of a page
 //! record directly: an object of the known fields (`id`, `url`, `html`, `fetched_at`,
 //! `headers`) with string, `null` and string-map values, its strings scanned 16 bytes at a
-//! time for the bytes that end a plain run (a quote, a backslash, a control byte).
+//! time for the bytes that end a plain run (a quote, a backslash, a control byte); any other
+//! field is checked and skipped, as the general decoder ignores it.
 //!
-//! Anything else (an unknown or repeated field, a key with an escape, another kind of value,
-//! a lone surrogate, malformed JSON) returns `None`, and the caller decodes the record with
+//! Anything else (a repeated field, a known field's key with an escape, another kind of
+//! value for a known field, a lone surrogate, nesting deeper than 32, malformed JSON)
+//! returns `None`, and the caller decodes the record with
 //! the general decoder, which accepts what serde's rules accept and names the error. So this
 //! path never accepts a record the general decoder refuses, and decodes what it accepts to
 //! the same page: a test compares the two on the example pages and on thousands of mutated
@@ -143,8 +145,7 @@ impl<'a> Parser<'a> {
         match self.peek()? {
             b'"' => {
                 self.i += 1;
-                let (_, used) = unescape(&self.b[self.i..], false)?;
-                self.i += used;
+                self.i += scan_string(&self.b[self.i..], &mut Discard)?;
             }
             b'{' | b'[' if depth < 32 => {
                 let close = if self.next()? == b'{' { b'}' } else { b']' };
@@ -181,8 +182,7 @@ impl<'a> Parser<'a> {
     /// Any key of an object being skipped.
     fn key_any(&mut self) -> Option<()> {
         self.eat(b'"')?;
-        let (_, used) = unescape(&self.b[self.i..], false)?;
-        self.i += used;
+        self.i += scan_string(&self.b[self.i..], &mut Discard)?;
         Some(())
     }
 
@@ -255,26 +255,55 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// Where [`scan_string`] puts a string's decoded bytes: a buffer, or nowhere (a skipped
+/// field's string is checked, not kept).
+trait Sink {
+    fn extend(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn extend(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A string that is checked and dropped.
+struct Discard;
+
+impl Sink for Discard {
+    fn extend(&mut self, _: &[u8]) {}
+}
+
 /// Decodes the body of a JSON string (`s` starts after its opening quote, `whole`: size the
-/// string for all of `s` at once): the string and
-/// the bytes used up to and with its closing quote; `None` for a control byte, an unknown
-/// escape, a lone surrogate or no closing quote. `s` is a slice of a `str`, so every run
-/// copied between escapes (cut only at ASCII bytes) is UTF-8, and every escape adds a
-/// whole character.
+/// string for all of `s` at once): the string and the bytes used up to and with its closing
+/// quote; `None` for a control byte, an unknown escape, a lone surrogate or no closing
+/// quote.
 fn unescape(s: &[u8], whole: bool) -> Option<(String, usize)> {
     // `s` runs to the record's end: the HTML, nearly all of it, is sized for the rest at
     // once (decoded ≤ encoded), any other string grows as it goes
     let mut out: Vec<u8> = Vec::with_capacity(if whole { s.len() } else { 0 });
+    let used = scan_string(s, &mut out)?;
+    if out.capacity() - out.len() > out.len() / 4 + 4096 {
+        // escapes that shrank a lot (`\uXXXX` to a character) or fields after the HTML:
+        // not kept for the page's life
+        out.shrink_to_fit();
+    }
+    // `s` is a slice of a `str`, every run copied was cut at ASCII bytes and every escape
+    // added a whole character, so this check cannot fail; it is kept instead of an unsafe
+    // conversion (a read of the string, not a copy)
+    Some((String::from_utf8(out).ok()?, used))
+}
+
+/// Checks the body of a JSON string and hands its decoded bytes to `out`: the bytes used up
+/// to and with the closing quote, or `None` as [`unescape`] says.
+fn scan_string(s: &[u8], out: &mut impl Sink) -> Option<usize> {
     let mut i = 0;
     loop {
         let n = plain_run(s, i);
-        out.extend_from_slice(&s[i..i + n]);
+        out.extend(&s[i..i + n]);
         i += n;
         match *s.get(i)? {
-            b'"' => {
-                let s = String::from_utf8(out).ok()?;
-                return Some((s, i + 1));
-            }
+            b'"' => return Some(i + 1),
             b'\\' => {}
             _ => return None, // a control byte
         }
@@ -302,13 +331,13 @@ fn unescape(s: &[u8], whole: bool) -> Option<(String, usize)> {
                     used = 12;
                 }
                 let ch = char::from_u32(cp)?; // a lone low surrogate is not a char
-                out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+                out.extend(ch.encode_utf8(&mut [0; 4]).as_bytes());
                 i += used;
                 continue;
             }
             _ => return None,
         };
-        out.push(c);
+        out.extend(&[c]);
         i += 2;
     }
 }

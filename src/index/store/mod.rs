@@ -11,7 +11,7 @@
 //! This module also hosts the small pieces shared by the index modules: the
 //! parameter error type [`IndexParamError`] and big-endian key decoding
 //! helpers that turn malformed on-disk data into [`StoreError::Corrupt`]
-//! instead of panicking. The two stores are in [`memory`] and [`rocks`].
+//! instead of panicking. The two stores are in `memory.rs` and `rocks.rs`.
 
 use std::path::{Path, PathBuf};
 

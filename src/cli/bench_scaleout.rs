@@ -62,7 +62,8 @@ pub struct BenchScaleoutArgs {
     pub latency_only: Option<f64>,
     /// In the latency run, give this role (signer or decider) the last core to itself and
     /// put the other role, the feeder and the broker (`--broker-pid`) on the others: the
-    /// role's time without other processes' work on its core
+    /// role's time without other processes' work on its core. `all` (with `--latency-only`
+    /// only): the single process instead of the two roles, on a core of its own
     #[arg(long)]
     pub pin: Option<Role>,
     /// In the latency run, a client property for both roles' consumers and producers,
@@ -79,9 +80,14 @@ pub struct LatencyBench {
     /// The role that had a core to itself, if any.
     pub pinned: Option<Role>,
     /// The signer's time by hop.
-    pub signer_hops: std::collections::BTreeMap<String, stage::HopTimes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer_hops: Option<Hops>,
     /// The decider's time by hop.
-    pub decider_hops: std::collections::BTreeMap<String, stage::HopTimes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decider_hops: Option<Hops>,
+    /// The single process's time by hop (`--pin all`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub single_hops: Option<Hops>,
 }
 
 /// The cores thread `tid` may run on (0: the calling thread).
@@ -414,7 +420,6 @@ fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
 
 /// `--latency-only`: the latency run alone.
 pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
-    check_pin(a)?;
     let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
     let valid = lines
         .iter()
@@ -430,6 +435,16 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
     );
     let dir = tempfile::tempdir()?;
     let run = format!("neardup-scaleout-{}-lat", std::process::id());
+    if a.pin == Some(Role::All) {
+        let hops = latency_run_single(a, &lines, &IndexParams::default(), dir.path(), &run, feed)?;
+        return Ok(LatencyBench {
+            feed_records_per_second: feed,
+            pinned: a.pin,
+            signer_hops: None,
+            decider_hops: None,
+            single_hops: Some(hops),
+        });
+    }
     let (signer_hops, decider_hops) = latency_run(
         a,
         &lines,
@@ -442,19 +457,96 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
     Ok(LatencyBench {
         feed_records_per_second: feed,
         pinned: a.pin,
-        signer_hops,
-        decider_hops,
+        signer_hops: Some(signer_hops),
+        decider_hops: Some(decider_hops),
+        single_hops: None,
     })
 }
 
 type Hops = std::collections::BTreeMap<String, stage::HopTimes>;
 
-/// `--pin` names one of the latency run's two roles.
+/// `--pin` names one of the full run's two roles (`all`, the single process, is a latency
+/// run of its own: `--latency-only`).
 fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {
     if a.pin == Some(Role::All) {
-        anyhow::bail!("--pin takes signer or decider (the latency run has no role all)");
+        anyhow::bail!(
+            "--pin all runs the single process alone: give it with --latency-only (the full \
+             run's latency run has a signer and a decider; pin one of them)"
+        );
     }
     Ok(())
+}
+
+/// The single process (`--role all`, a thread of this process with its own runtime and
+/// clients) fed with `lines` at `feed` pages a second; it has the last core to itself (one
+/// signing thread, as the stage chooses on one core), the feeder and the broker
+/// (`--broker-pid`) the others; its time by hop.
+fn latency_run_single(
+    a: &BenchScaleoutArgs,
+    lines: &[Vec<u8>],
+    params: &IndexParams,
+    dir: &Path,
+    lr: &str,
+    feed: f64,
+) -> Result<Hops> {
+    let b = a.brokers.as_str();
+    let lt = |s: &str| format!("{lr}-{s}");
+    create_topics(b, &[lt("in")], a.partitions)?;
+    create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
+    let mut s = settings(
+        Mode::Run,
+        Role::All,
+        b,
+        lr,
+        &dir.join("lat-all"),
+        params,
+        &a.kafka_property,
+    )?;
+    s.stop_after = Some(lines.len() as u64);
+    let allowed = cores_of(&mask_of(0)?);
+    let mut guard = Pinned::default();
+    let own = match allowed.split_last() {
+        Some((own, rest)) if !rest.is_empty() => {
+            if let Some(pid) = a.broker_pid {
+                guard.pin_process(pid, rest)?;
+            }
+            guard.pin(0, rest)?;
+            s.jobs = 1;
+            Some(mask(&[*own]))
+        }
+        _ => {
+            eprintln!("  one core: nothing pinned");
+            None
+        }
+    };
+    let h = std::thread::spawn(move || {
+        if let Some(set) = own {
+            // the thread's own mask (the stage's threads inherit it): given back when it ends
+            if let Err(e) = set_mask(0, &set) {
+                eprintln!("  cannot pin the stage thread ({e}): it runs unpinned");
+            }
+        }
+        stage::run(s)
+    });
+    // let it join its group before feeding
+    std::thread::sleep(Duration::from_secs(6));
+    let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
+    let sum = h
+        .join()
+        .map_err(|_| anyhow::anyhow!("the stage thread panicked"))?;
+    drop(guard);
+    fed?;
+    let sum = sum?;
+    let parts: Vec<String> = sum
+        .hops
+        .iter()
+        .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
+        .collect();
+    eprintln!(
+        "  single process at {feed:.0} pages/s, p50/p99 ms: {}",
+        parts.join(", ")
+    );
+    Ok(sum.hops)
 }
 
 /// A signer and a decider (threads of this process, each with its own runtime and

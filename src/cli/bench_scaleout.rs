@@ -429,6 +429,7 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
         "neardup bench scaleout: latency run, {} records ({valid} valid), fed at {feed:.0} pages/s{}",
         lines.len(),
         match a.pin {
+            Some(Role::All) => ", the single process on a core of its own".to_string(),
             Some(r) => format!(", the {} on a core of its own", r.as_str()),
             None => String::new(),
         }
@@ -436,10 +437,11 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
     let dir = tempfile::tempdir()?;
     let run = format!("neardup-scaleout-{}-lat", std::process::id());
     if a.pin == Some(Role::All) {
-        let hops = latency_run_single(a, &lines, &IndexParams::default(), dir.path(), &run, feed)?;
+        let (hops, pinned) =
+            latency_run_single(a, &lines, &IndexParams::default(), dir.path(), &run, feed)?;
         return Ok(LatencyBench {
             feed_records_per_second: feed,
-            pinned: a.pin,
+            pinned: pinned.then_some(Role::All),
             signer_hops: None,
             decider_hops: None,
             single_hops: Some(hops),
@@ -465,6 +467,19 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
 
 type Hops = std::collections::BTreeMap<String, stage::HopTimes>;
 
+/// A feed that failed never brings the stages to their record count: they are stopped as a
+/// stop signal stops them (they drain and return), so the feeder's error is reported
+/// instead of a wait without end.
+fn stop_if_unfed(fed: &Result<()>) {
+    if let Err(e) = fed {
+        eprintln!("  the feed failed ({e:#}): stopping the stages");
+        // SAFETY: kill only sends a signal; the stage's handler (installed at start) takes it
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGTERM);
+        }
+    }
+}
+
 /// `--pin` names one of the full run's two roles (`all`, the single process, is a latency
 /// run of its own: `--latency-only`).
 fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {
@@ -480,7 +495,8 @@ fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {
 /// The single process (`--role all`, a thread of this process with its own runtime and
 /// clients) fed with `lines` at `feed` pages a second; it has the last core to itself (one
 /// signing thread, as the stage chooses on one core), the feeder and the broker
-/// (`--broker-pid`) the others; its time by hop.
+/// (`--broker-pid`) the others; its time by hop, and whether it was pinned (not on one
+/// core).
 fn latency_run_single(
     a: &BenchScaleoutArgs,
     lines: &[Vec<u8>],
@@ -488,7 +504,7 @@ fn latency_run_single(
     dir: &Path,
     lr: &str,
     feed: f64,
-) -> Result<Hops> {
+) -> Result<(Hops, bool)> {
     let b = a.brokers.as_str();
     let lt = |s: &str| format!("{lr}-{s}");
     create_topics(b, &[lt("in")], a.partitions)?;
@@ -519,11 +535,12 @@ fn latency_run_single(
             None
         }
     };
+    let pinned = own.is_some();
     let h = std::thread::spawn(move || {
         if let Some(set) = own {
             // the thread's own mask (the stage's threads inherit it): given back when it ends
             if let Err(e) = set_mask(0, &set) {
-                eprintln!("  cannot pin the stage thread ({e}): it runs unpinned");
+                eprintln!("  cannot pin the stage thread ({e}): it runs on the other cores");
             }
         }
         stage::run(s)
@@ -531,6 +548,7 @@ fn latency_run_single(
     // let it join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
+    stop_if_unfed(&fed);
     let sum = h
         .join()
         .map_err(|_| anyhow::anyhow!("the stage thread panicked"))?;
@@ -546,7 +564,7 @@ fn latency_run_single(
         "  single process at {feed:.0} pages/s, p50/p99 ms: {}",
         parts.join(", ")
     );
-    Ok(sum.hops)
+    Ok((sum.hops, pinned))
 }
 
 /// A signer and a decider (threads of this process, each with its own runtime and
@@ -612,7 +630,7 @@ fn latency_run(
             if let Some(set) = set {
                 // the thread's own mask: given back when it ends
                 if let Err(e) = set_mask(0, &set) {
-                    eprintln!("  cannot pin a stage thread ({e}): it runs unpinned");
+                    eprintln!("  cannot pin a stage thread ({e}): it runs on the other cores");
                 }
             }
             stage::run(s)
@@ -623,6 +641,7 @@ fn latency_run(
     // let both join their groups before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
+    stop_if_unfed(&fed);
     let join = |h: std::thread::JoinHandle<Result<stage::StageSummary>>| {
         h.join()
             .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?

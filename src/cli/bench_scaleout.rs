@@ -555,16 +555,20 @@ fn latency_run_single(
     drop(guard);
     fed?;
     let sum = sum?;
-    let parts: Vec<String> = sum
-        .hops
+    show_hops("single process", feed, &sum.hops);
+    Ok((sum.hops, pinned))
+}
+
+/// A run's time by hop, one line: `who at N pages/s, p50/p99 ms: hop p50/p99, …`.
+fn show_hops(who: &str, feed: f64, hops: &Hops) {
+    let parts: Vec<String> = hops
         .iter()
         .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
         .collect();
     eprintln!(
-        "  single process at {feed:.0} pages/s, p50/p99 ms: {}",
+        "  {who} at {feed:.0} pages/s, p50/p99 ms: {}",
         parts.join(", ")
     );
-    Ok((sum.hops, pinned))
 }
 
 /// A signer and a decider (threads of this process, each with its own runtime and
@@ -650,18 +654,8 @@ fn latency_run(
     drop(guard);
     fed?;
     let (sig_sum, dec_sum) = (sig_sum?, dec_sum?);
-    let show = |who: &str, h: &Hops| {
-        let parts: Vec<String> = h
-            .iter()
-            .map(|(k, v)| format!("{k} {:.1}/{:.1}", v.p50_ms, v.p99_ms))
-            .collect();
-        eprintln!(
-            "  {who} at {feed:.0} pages/s, p50/p99 ms: {}",
-            parts.join(", ")
-        );
-    };
-    show("signer", &sig_sum.hops);
-    show("decider", &dec_sum.hops);
+    show_hops("signer", feed, &sig_sum.hops);
+    show_hops("decider", feed, &dec_sum.hops);
     Ok((sig_sum.hops, dec_sum.hops))
 }
 

@@ -14,17 +14,23 @@
 //! signatures only (with document frequencies on: not outside the IDF band, not template
 //! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
 //! `min_signatures` of them is `unique` without a match (it has text, but too little of its
-//! own to match on).
+//! own to match on). A short page (one with a template sample) is not matched with a page of
+//! its own template; a page signed whole ([`Family::Page`], text rules 3) is not matched
+//! with a page of its own host either: the whole page holds the text its site prints on
+//! every page, in every template (a consent panel, a notice, the footer's prose), so
+//! another page of the site shares it whatever it is about.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::index::freq::host_hash;
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method, SigDelta,
 };
 use crate::record::{decode_page, BadRecord, ValidPage};
 use crate::signature::{
-    length_bound, mass, similarity, similarity_at_least, template, Signatures, Signed, Signer,
+    length_bound, mass, similarity, similarity_at_least, template, Family, Signatures, Signed,
+    Signer,
 };
 
 /// Most decisions whose log the streaming stage writes out together, holding them until it
@@ -157,7 +163,11 @@ impl Deduplicator {
             // text, but too little of its own to match on: judged, matches nothing
             Decision::plain(DecisionKind::Unique)
         } else {
-            match self.best_match(signed, q)? {
+            // a page signed whole is matched with other hosts' pages only
+            let whole =
+                signed.family == Family::Page && self.index.params().signature.text_rules >= 3;
+            let host = whole.then(|| host_hash(page.url));
+            match self.best_match(signed, q, host)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
                     Decision {
@@ -188,11 +198,13 @@ impl Deduplicator {
         })
     }
 
-    /// The best match of a page whose informative signatures are `q`.
+    /// The best match of a page whose informative signatures are `q`; with `host`, on
+    /// pages of other hosts only.
     fn best_match(
         &mut self,
         signed: &Signed,
         q: &Signatures,
+        host: Option<u64>,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let mut cands = std::mem::take(&mut self.candidates);
         let mut best = None;
@@ -200,11 +212,11 @@ impl Deduplicator {
         if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(q, &signed.template, &cands)?;
+            best = self.verify(q, &signed.template, host, &cands)?;
         }
         if best.is_none() && method.has_lists() {
             self.index.list_candidates(q, &mut cands)?;
-            best = self.verify(q, &signed.template, &cands)?;
+            best = self.verify(q, &signed.template, host, &cands)?;
         }
         self.candidates = cands;
         Ok(best)
@@ -213,11 +225,12 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. A short page (one with a
     /// template sample) is not matched with a page of its own template
-    /// ([`crate::signature::template`]).
+    /// ([`crate::signature::template`]); with `host`, a page of that host is not matched.
     fn verify(
         &self,
         q: &Signatures,
         tmpl: &[u32],
+        host: Option<u64>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let (m, tau) = (self.index.params().measure, self.index.params().threshold);
@@ -232,6 +245,9 @@ impl Deduplicator {
                 continue;
             }
             if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
+                continue;
+            }
+            if host.is_some_and(|h| host_hash(&doc.url) == h) {
                 continue;
             }
             let informative = self.index.informative(&doc.url, &doc.sigs);

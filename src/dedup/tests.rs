@@ -316,3 +316,75 @@ fn short_pages_match_across_templates_only() {
     let rec = d.index().find_id("a1").unwrap().unwrap();
     assert_eq!(rec.template, signed.template);
 }
+
+/// A page signed whole (its region has no prose) is matched with pages of other hosts
+/// only: the whole page holds its site's own text (here a consent panel's), which every
+/// page of the site shares whatever its layout (text rules 3). Pages of other families and
+/// indexes made with text rules 2 are not affected.
+#[test]
+fn pages_signed_whole_match_other_hosts_only() {
+    let sigs = Signatures::from_hashes((1..=40).map(|i| i * 7919).collect());
+    let signed = |family: Family, template: Vec<u32>| Signed {
+        text: crate::text::Stripped::default(),
+        sigs: sigs.clone(),
+        fingerprint: vec![0],
+        tokens: 40,
+        family,
+        template,
+    };
+    // block samples of three layouts with nothing in common: never one template
+    let layout = |k: u32| (0..32).map(|i| k * 1000 + i).collect::<Vec<u32>>();
+    let at = |id: &'static str, url: &'static str| PageRef {
+        id,
+        url,
+        first_seen: 1,
+    };
+    for text_rules in [3, 2] {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        let decide = |d: &mut Deduplicator, page: PageRef<'_>, s: &Signed| {
+            let o = d.decide(page, s).unwrap();
+            (o.decision.kind, o.decision.canonical_id)
+        };
+        let first = signed(Family::Page, layout(1));
+        assert_eq!(
+            decide(&mut d, at("c1", "https://shop.example/c/cameras"), &first).0,
+            DecisionKind::Unique
+        );
+        // another page of the site in another layout (a product page), the same words
+        let product = signed(Family::Page, layout(2));
+        let (kind, canonical) = decide(
+            &mut d,
+            at("p1", "http://WWW.Shop.Example:8080/p/1"),
+            &product,
+        );
+        if text_rules >= 3 {
+            assert_eq!(
+                kind,
+                DecisionKind::Unique,
+                "the site's own text is no evidence"
+            );
+        } else {
+            assert_eq!(
+                (kind, canonical.as_deref()),
+                (DecisionKind::Duplicate, Some("c1"))
+            );
+        }
+        // the same words on another host, in a third layout: a copy
+        let other = signed(Family::Page, layout(3));
+        let (kind, canonical) =
+            decide(&mut d, at("o1", "https://mirror.example/c/cameras"), &other);
+        assert_eq!(
+            (kind, canonical.as_deref()),
+            (DecisionKind::Duplicate, Some("c1"))
+        );
+        // a page signed by its region on the same host is matched as before
+        let article = signed(crate::signature::Family::Spotsigs, Vec::new());
+        let (kind, canonical) = decide(&mut d, at("a1", "https://shop.example/blog/1"), &article);
+        assert_eq!(
+            (kind, canonical.as_deref()),
+            (DecisionKind::Duplicate, Some("c1"))
+        );
+    }
+}

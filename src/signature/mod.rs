@@ -82,7 +82,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 2;
+pub const TEXT_RULES: u32 = 3;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -190,10 +190,13 @@ pub struct SignatureConfig {
     pub sentence_sample: u32,
     /// Revision of the text rules, which change signatures without a setting of their own:
     /// 1, links counted as nested and open to the end of the page when never closed, pages
-    /// signed in the index language only; 2 ([`TEXT_RULES`]), links end where the HTML
-    /// tree rules end them (a table cell is a scope) and a page the index language cannot
-    /// sign is signed in its own ([`Signer`]). Absent from the stored settings of an index
-    /// made before revision 2, which read as 1 and keep deciding as they did.
+    /// signed in the index language only; 2, links end where the HTML tree rules end them
+    /// (a table cell is a scope) and a page the index language cannot sign is signed in its
+    /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles and containers that are not rendered
+    /// are container hints ([`crate::text::StripOptions::roles_and_hidden`]), and a page
+    /// signed whole ([`Family::Page`]) is matched only with pages of other hosts
+    /// ([`crate::dedup`]). Absent from the stored settings of an index made before revision
+    /// 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
 }
@@ -403,6 +406,7 @@ impl Signer {
                 mode: config.strip,
                 max_bytes: config.max_page_bytes,
                 link_scopes: config.text_rules >= 2,
+                roles_and_hidden: config.text_rules >= 3,
             },
             spot: SpotParams {
                 distance: config.spot_distance,

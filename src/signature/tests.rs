@@ -503,7 +503,7 @@ fn plain_text_in_another_language_is_signed_as_its_page() {
     .unwrap();
     assert_ne!(old.sign(&page).family, Family::Spotsigs);
     assert!(Signer::new(&SignatureConfig {
-        text_rules: 3,
+        text_rules: TEXT_RULES + 1,
         ..SignatureConfig::default()
     })
     .is_err());

@@ -109,37 +109,84 @@ const fn first_letters() -> [u32; 17] {
     t
 }
 
-/// Content hint of a container element, from its tag and its class and id words (split on
-/// non-alphanumerics): [`BOILERPLATE`] for a `dialog` or a boilerplate word (comment,
-/// cookie, popup, …), else [`LAYOUT`] for `nav`, `aside`, `footer`, `form` or a layout
-/// word (footer, sidebar, menu, …), else [`CONTENT`] for `article`, `main` or a content
-/// word (article, content, post, …), else 0. Negative hints win over positive ones
-/// (`comments-body` is boilerplate). Returns `None` for elements that are not containers.
+/// Content hint of a container element, from its tag, its class and id words (split on
+/// non-alphanumerics), its ARIA role and whether it is rendered: [`BOILERPLATE`] for a
+/// `dialog`, a boilerplate word (comment, cookie, popup, …), a dialog role or a container
+/// that is not rendered (`hidden`, an inline `display: none`), else [`LAYOUT`] for `nav`,
+/// `aside`, `footer`, `form`, a layout word (footer, sidebar, menu, …) or the role of one of
+/// those tags, else [`CONTENT`] for `article`, `main`, a content word (article, content,
+/// post, …) or their roles, else 0. Negative hints win over positive ones (`comments-body`
+/// is boilerplate). Returns `None` for elements that are not containers.
 pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
 ) -> Option<i32> {
-    Some(weight_with(container_tag_weight(name)?, attrs))
+    Some(weight_with(
+        container_tag_weight(name)?,
+        &HintAttrs::of(attrs),
+        true,
+    ))
 }
 
-/// [`container_weight`] of a container whose tag weighs `tag`.
-pub(super) fn weight_with<'a>(tag: i32, attrs: impl Iterator<Item = (&'a str, &'a str)>) -> i32 {
-    let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
-    for (k, v) in attrs {
-        if k != "class" && k != "id" {
-            continue;
+/// The attributes a container's hint is read from: the first of each name (the
+/// tokenizer drops repeated ones).
+#[derive(Clone, Copy, Default)]
+pub(super) struct HintAttrs<'a> {
+    pub class: Option<&'a str>,
+    pub id: Option<&'a str>,
+    pub role: Option<&'a str>,
+    pub style: Option<&'a str>,
+    pub hidden: bool,
+}
+
+impl<'a> HintAttrs<'a> {
+    /// The hint attributes among `attrs` (name, value), names in lowercase.
+    pub(super) fn of(attrs: impl Iterator<Item = (&'a str, &'a str)>) -> HintAttrs<'a> {
+        let mut h = HintAttrs::default();
+        for (k, v) in attrs {
+            let slot = match k {
+                "class" => &mut h.class,
+                "id" => &mut h.id,
+                "role" => &mut h.role,
+                "style" => &mut h.style,
+                "hidden" => {
+                    h.hidden = true;
+                    continue;
+                }
+                _ => continue,
+            };
+            slot.get_or_insert(v);
         }
+        h
+    }
+}
+
+/// [`container_weight`] of a container whose tag weighs `tag`; roles and hidden containers
+/// count only with `roles_and_hidden` ([`super::StripOptions::roles_and_hidden`]).
+pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, roles_and_hidden: bool) -> i32 {
+    let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
+    let mut hint = |w: i32| match w {
+        BOILERPLATE => boilerplate = true,
+        LAYOUT => layout = true,
+        CONTENT => pos = true,
+        _ => {}
+    };
+    for v in [attrs.class, attrs.id].into_iter().flatten() {
         for word in v
             .as_bytes()
             .split(|c| !c.is_ascii_alphanumeric())
             .filter(|w| (2..=16).contains(&w.len()))
         {
-            match word_hint(word) {
-                BOILERPLATE => boilerplate = true,
-                LAYOUT => layout = true,
-                CONTENT => pos = true,
-                _ => {}
-            }
+            hint(word_hint(word));
+        }
+    }
+    if roles_and_hidden {
+        if let Some(role) = attrs.role {
+            hint(role_weight(role));
+        }
+        // not rendered: hidden until a script shows it (a dialog, a notice), if ever
+        if attrs.hidden || attrs.style.is_some_and(displays_none) {
+            hint(BOILERPLATE);
         }
     }
     if boilerplate {
@@ -149,6 +196,55 @@ pub(super) fn weight_with<'a>(tag: i32, attrs: impl Iterator<Item = (&'a str, &'
     } else {
         pos as i32 * CONTENT
     }
+}
+
+/// The hint of an ARIA `role` attribute: the roles the container tags have implicitly weigh
+/// as those tags do (`dialog` and `alertdialog` as a `dialog`; `navigation`, `complementary`,
+/// `contentinfo`, `banner`, `search` and `form` as `nav`, `aside`, `footer`, a page header
+/// and `form`; `main` and `article` as theirs). The first role that names one of these counts.
+fn role_weight(v: &str) -> i32 {
+    for role in v.split_ascii_whitespace() {
+        let w = match role.to_ascii_lowercase().as_str() {
+            "dialog" | "alertdialog" => BOILERPLATE,
+            "navigation" | "complementary" | "contentinfo" | "banner" | "search" | "form" => LAYOUT,
+            "main" | "article" => CONTENT,
+            _ => continue,
+        };
+        return w;
+    }
+    0
+}
+
+/// Whether an inline style declares `display: none` (ASCII case-insensitive, spaces and
+/// `!important` allowed; a property whose name only ends in `display` does not count).
+fn displays_none(style: &str) -> bool {
+    const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
+    let b = style.as_bytes();
+    memchr::memchr2_iter(b'd', b'D', b).any(|start| {
+        if !b
+            .get(start..start + 7)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"display"))
+            || (start > 0
+                && !matches!(
+                    b[start - 1],
+                    b';' | b'{' | b' ' | b'\t' | b'\n' | b'\r' | 0x0C
+                ))
+        {
+            return false;
+        }
+        let Some(value) = style[start + 7..]
+            .trim_start_matches(SPACE)
+            .strip_prefix(':')
+        else {
+            return false;
+        };
+        let value = value.trim_start_matches(SPACE).as_bytes();
+        value.len() >= 4
+            && value[..4].eq_ignore_ascii_case(b"none")
+            && value
+                .get(4)
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')))
+    })
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.

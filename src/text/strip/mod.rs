@@ -146,6 +146,11 @@ pub struct StripOptions {
     /// an open one). Off: each `<a>` nests and lasts to its end tag, as revision 1 of the
     /// text rules had it. The tree path always follows the tree.
     pub link_scopes: bool,
+    /// ARIA roles weigh as the tags that have them implicitly (`role="dialog"` as a
+    /// `dialog`, `role="navigation"` as a `nav`, …), and a container that is not rendered
+    /// (the `hidden` attribute, an inline `display: none`) as boilerplate. Off: tags and
+    /// class and id words only, as revisions 1 and 2 of the text rules had it.
+    pub roles_and_hidden: bool,
 }
 
 impl Default for StripOptions {
@@ -154,6 +159,7 @@ impl Default for StripOptions {
             mode: StripMode::Bytes,
             max_bytes: 16 * 1024 * 1024,
             link_scopes: true,
+            roles_and_hidden: true,
         }
     }
 }
@@ -163,9 +169,9 @@ pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let (input, truncated) = cut(html, opts.max_bytes);
     let input = tame_tags(input);
     let mut out = match opts.mode {
-        StripMode::Bytes => scan::strip(&input, opts.link_scopes),
-        StripMode::Tokens => oracle::strip(&input, opts.link_scopes),
-        StripMode::Tree => tree::strip(&input),
+        StripMode::Bytes => scan::strip(&input, opts),
+        StripMode::Tokens => oracle::strip(&input, opts),
+        StripMode::Tree => tree::strip(&input, opts.roles_and_hidden),
     };
     out.truncated = truncated;
     out

@@ -10,8 +10,9 @@ use html5ever::tokenizer::{
     BufferQueue, TagKind, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
 };
 
+use super::hints::HintAttrs;
 use super::rules::{tag_info, Next, Raw, Rules};
-use super::Stripped;
+use super::{StripOptions, Stripped};
 
 struct Sink(RefCell<Rules>);
 
@@ -23,8 +24,10 @@ impl TokenSink for Sink {
         match token {
             Token::TagToken(tag) => match tag.kind {
                 TagKind::StartTag => {
-                    let attrs = tag.attrs.iter().map(|a| (&*a.name.local, &*a.value));
-                    match rules.start_tag(&tag.name, tag_info(&tag.name), tag.self_closing, attrs) {
+                    let attrs =
+                        HintAttrs::of(tag.attrs.iter().map(|a| (&*a.name.local, &*a.value)));
+                    match rules.start_tag(&tag.name, tag_info(&tag.name), tag.self_closing, &attrs)
+                    {
                         Next::Data => TokenSinkResult::Continue,
                         Next::Plaintext => TokenSinkResult::Plaintext,
                         Next::Raw(Raw::Script) => TokenSinkResult::RawData(RawKind::ScriptData),
@@ -48,8 +51,8 @@ impl TokenSink for Sink {
 }
 
 /// Strips `html` with html5ever's tokenizer.
-pub(super) fn strip(html: &str, link_scopes: bool) -> Stripped {
-    let sink = Sink(RefCell::new(Rules::new(link_scopes)));
+pub(super) fn strip(html: &str, opts: &StripOptions) -> Stripped {
+    let sink = Sink(RefCell::new(Rules::new(opts)));
     let tok = Tokenizer::new(sink, TokenizerOpts::default());
     let queue = BufferQueue::default();
     queue.push_back(StrTendril::from_slice(html));

@@ -4,8 +4,8 @@
 //! `script`, `style`, `title`, …), so both tokenizers split the input the same way.
 
 use super::builder::Builder;
-use super::hints::{container_tag_weight, weight_with};
-use super::{BlockKind, Stripped};
+use super::hints::{container_tag_weight, weight_with, HintAttrs};
+use super::{BlockKind, StripOptions, Stripped};
 
 /// How an element affects text extraction.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -177,6 +177,8 @@ pub(super) struct Rules {
     in_head: bool,
     links: Links,
     containers: Containers,
+    /// [`StripOptions::roles_and_hidden`].
+    roles_and_hidden: bool,
 }
 
 /// Whether text is link text, as the HTML tree-building rules place `<a>` elements: links
@@ -186,7 +188,7 @@ pub(super) struct Rules {
 /// cell instead of running over the rest of the page, and a link around the table still
 /// holds the cell's text after a link of the cell ends. Pages that leave their links open
 /// in table cells (a "most viewed" box of a 2000s CMS) otherwise count their whole article
-/// as link text. Without scopes (`StripOptions::link_scopes` off, text rules 1) every `<a>`
+/// as link text. Without scopes ([`StripOptions::link_scopes`] off, text rules 1) every `<a>`
 /// nests and lasts to its end tag.
 #[derive(Default)]
 struct Links {
@@ -257,25 +259,27 @@ impl Links {
 }
 
 impl Rules {
-    /// Rules with or without link scopes ([`Links`]).
-    pub(super) fn new(link_scopes: bool) -> Rules {
+    /// Rules with or without link scopes ([`Links`]) and the hints of roles and hidden
+    /// containers ([`StripOptions`]).
+    pub(super) fn new(opts: &StripOptions) -> Rules {
         Rules {
             links: Links {
-                scopes: link_scopes,
+                scopes: opts.link_scopes,
                 ..Links::default()
             },
+            roles_and_hidden: opts.roles_and_hidden,
             ..Rules::default()
         }
     }
 
-    /// A start tag of `name` ([`tag_info`] of it: `info`); `attrs` are its attributes
-    /// (name, value), read only for containers.
-    pub(super) fn start_tag<'a>(
+    /// A start tag of `name` ([`tag_info`] of it: `info`); `attrs` are its hint
+    /// attributes, read only for containers (a tokenizer may leave them out for others).
+    pub(super) fn start_tag(
         &mut self,
         name: &str,
         info: Info,
         self_closing: bool,
-        attrs: impl Iterator<Item = (&'a str, &'a str)>,
+        attrs: &HintAttrs<'_>,
     ) -> Next {
         self.b.tags += 1;
         if self.raw_hidden.is_some() {
@@ -310,8 +314,11 @@ impl Rules {
             return Next::Data;
         }
         if let (false, Some(tag)) = (self_closing, info.container) {
-            self.containers
-                .open(info.name, weight_with(tag, attrs), &mut self.b);
+            self.containers.open(
+                info.name,
+                weight_with(tag, attrs, self.roles_and_hidden),
+                &mut self.b,
+            );
         }
         match r {
             Role::Hidden if !self_closing => self.hidden = Some((info.name, 1)),

@@ -2,23 +2,24 @@
 //! tokenizer does (tags and their attributes, comments, doctypes, bogus comments, raw text
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
-//! with `memchr`, only the class and id of container elements are read, and visible text is
+//! with `memchr`, only the attributes the hints read (class, id, role, style, hidden) of
+//! container elements are read, and visible text is
 //! handed on as slices of the input.
 
 use memchr::{memchr, memchr2, memchr3};
 
 use super::entities::char_ref;
+use super::hints::HintAttrs;
 use super::rules::{tag_info, Next, Raw, Rules};
-use super::Stripped;
+use super::{StripOptions, Stripped};
 
 /// Strips `html` in one pass over its bytes.
-pub(super) fn strip(html: &str, link_scopes: bool) -> Stripped {
+pub(super) fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let mut s = Scanner {
         src: html,
-        rules: Rules::new(link_scopes),
+        rules: Rules::new(opts),
         name: String::new(),
-        class: String::new(),
-        id: String::new(),
+        decoded: Default::default(),
     };
     // a byte order mark at the start is not text
     let start = if html.starts_with('\u{feff}') { 3 } else { 0 };
@@ -46,7 +47,7 @@ static ENDS_NAME: [bool; 256] = {
     t
 };
 
-/// A class or id value found in a tag: its byte range and whether it holds an `&`.
+/// A hint attribute's value found in a tag: its byte range and whether it holds an `&`.
 #[derive(Clone, Copy)]
 struct Value {
     start: usize,
@@ -54,23 +55,27 @@ struct Value {
     amp: bool,
 }
 
+/// The attributes the container hints read ([`super::hints`]), in the order of
+/// [`TagEnd::values`].
+const HINT_ATTRS: [&str; 5] = ["class", "id", "role", "style", "hidden"];
+
 /// What a tag's attributes came to.
 struct TagEnd {
     /// Position after the `>`.
     end: usize,
     self_closing: bool,
-    class: Option<Value>,
-    id: Option<Value>,
 }
+
+/// The first value of each of [`HINT_ATTRS`] in a tag.
+type Values = [Option<Value>; 5];
 
 struct Scanner<'a> {
     src: &'a str,
     rules: Rules,
     /// A tag name that needed lowercasing.
     name: String,
-    /// Decoded class and id values (only when they hold a reference).
-    class: String,
-    id: String,
+    /// Decoded hint attribute values (only when they hold a reference), as in [`Values`].
+    decoded: [String; 4],
 }
 
 impl<'a> Scanner<'a> {
@@ -191,7 +196,8 @@ impl<'a> Scanner<'a> {
         let n = b.len();
         let info = tag_info(name);
         let want = !end_tag && info.container.is_some();
-        let Some(t) = attributes(b, i, want) else {
+        let mut values: Values = [None; 5];
+        let Some(t) = attributes(b, i, want.then_some(&mut values)) else {
             return n;
         };
         if end_tag {
@@ -199,31 +205,29 @@ impl<'a> Scanner<'a> {
             return t.end;
         }
         let src = self.src;
-        if let Some(v) = t.class.filter(|v| v.amp) {
-            decode_value(&src[v.start..v.end], &mut self.class);
-        }
-        if let Some(v) = t.id.filter(|v| v.amp) {
-            decode_value(&src[v.start..v.end], &mut self.id);
-        }
-        let class = t.class.map(|v| {
-            if v.amp {
-                &self.class[..]
-            } else {
-                &src[v.start..v.end]
+        let mut attrs = HintAttrs {
+            hidden: values[4].is_some(),
+            ..HintAttrs::default()
+        };
+        if want {
+            let slots = [
+                &mut attrs.class,
+                &mut attrs.id,
+                &mut attrs.role,
+                &mut attrs.style,
+            ];
+            for ((v, out), slot) in values.iter().zip(&mut self.decoded).zip(slots) {
+                if let Some(v) = v {
+                    *slot = Some(if v.amp {
+                        decode_value(&src[v.start..v.end], out);
+                        &out[..]
+                    } else {
+                        &src[v.start..v.end]
+                    });
+                }
             }
-        });
-        let id = t.id.map(|v| {
-            if v.amp {
-                &self.id[..]
-            } else {
-                &src[v.start..v.end]
-            }
-        });
-        let attrs = class
-            .map(|v| ("class", v))
-            .into_iter()
-            .chain(id.map(|v| ("id", v)));
-        let next = self.rules.start_tag(name, info, t.self_closing, attrs);
+        }
+        let next = self.rules.start_tag(name, info, t.self_closing, &attrs);
         match next {
             Next::Data => t.end,
             Next::Raw(kind) => self.raw(t.end, kind, name),
@@ -293,7 +297,7 @@ impl<'a> Scanner<'a> {
     /// The end tag of a raw-text element, its name ending at `after_name`.
     fn raw_end(&mut self, after_name: usize, name: &str) -> usize {
         let b = self.src.as_bytes();
-        match attributes(b, after_name, false) {
+        match attributes(b, after_name, None) {
             Some(t) => {
                 self.rules.end_tag(name, tag_info(name));
                 t.end
@@ -480,9 +484,10 @@ fn script_end(b: &[u8], from: usize) -> Option<(usize, usize)> {
     None
 }
 
-/// The attributes of a tag from `i` (just after its name) to its `>`; the first class and
-/// id values when `want`. `None` when the input ends inside the tag (the tag is dropped).
-fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
+/// The attributes of a tag from `i` (just after its name) to its `>`; the first value of
+/// each of [`HINT_ATTRS`] into `values` when given. `None` when the input ends inside the
+/// tag (the tag is dropped).
+fn attributes(b: &[u8], mut i: usize, mut values: Option<&mut Values>) -> Option<TagEnd> {
     #[derive(Clone, Copy, PartialEq)]
     enum S {
         BeforeName,
@@ -497,31 +502,34 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
     let mut t = TagEnd {
         end: 0,
         self_closing: false,
-        class: None,
-        id: None,
     };
     let mut name_start = 0;
-    // which attribute the current one is: 1 class, 2 id, 0 other or a repeat
+    // which attribute the current one is: 1 + its index in HINT_ATTRS, 0 other or a repeat
     let mut which = 0u8;
-    let set = |t: &mut TagEnd, which: u8, start: usize, end: usize| {
-        let v = Some(Value {
-            start,
-            end,
-            amp: memchr(b'&', &b[start..end]).is_some(),
-        });
-        match which {
-            1 => t.class = v,
-            2 => t.id = v,
-            _ => {}
+    let set = |values: &mut Option<&mut Values>, which: u8, start: usize, end: usize| {
+        if let Some(v) = values {
+            v[which as usize - 1] = Some(Value {
+                start,
+                end,
+                amp: memchr(b'&', &b[start..end]).is_some(),
+            });
         }
     };
-    let classify = |t: &TagEnd, name: &[u8]| -> u8 {
-        if !want {
-            0
-        } else if t.class.is_none() && name.eq_ignore_ascii_case(b"class") {
-            1
-        } else if t.id.is_none() && name.eq_ignore_ascii_case(b"id") {
-            2
+    let classify = |values: &Option<&mut Values>, name: &[u8]| -> u8 {
+        let Some(values) = values else {
+            return 0;
+        };
+        // most attributes are none of these: one length test rejects them
+        let k = match name.len() {
+            2 => 1,
+            4 => 2,
+            5 if (name[0] | 0x20) == b'c' => 0,
+            5 => 3,
+            6 => 4,
+            _ => return 0,
+        };
+        if values[k].is_none() && name.eq_ignore_ascii_case(HINT_ATTRS[k].as_bytes()) {
+            k as u8 + 1
         } else {
             0
         }
@@ -554,10 +562,10 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
                     }
                 }
                 _ => {
-                    which = classify(&t, &b[name_start..i]);
+                    which = classify(&values, &b[name_start..i]);
                     // an attribute without a value is empty
                     if which != 0 {
-                        set(&mut t, which, i, i);
+                        set(&mut values, which, i, i);
                     }
                     st = match c {
                         b'/' => S::SelfClosing,
@@ -585,7 +593,7 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
                 b'"' | b'\'' => {
                     let q = memchr(c, &b[i + 1..])? + i + 1;
                     if which != 0 {
-                        set(&mut t, which, i + 1, q);
+                        set(&mut values, which, i + 1, q);
                     }
                     st = S::AfterQuoted;
                     i = q + 1;
@@ -604,7 +612,7 @@ fn attributes(b: &[u8], mut i: usize, want: bool) -> Option<TagEnd> {
                         return None;
                     }
                     if which != 0 {
-                        set(&mut t, which, start, i);
+                        set(&mut values, which, start, i);
                     }
                     if b[i] == b'>' {
                         t.end = i + 1;

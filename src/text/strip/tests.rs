@@ -138,6 +138,83 @@ fn container_hints_mark_boilerplate() {
 }
 
 #[test]
+fn roles_and_hidden_containers_are_hints() {
+    // a page whose article is short and whose consent dialog and hidden comment notice
+    // (shown by a script, if ever) are the longest prose: text rules 3 leave them out of
+    // the region, text rules 2 took them in
+    let consent = "we use cookies to improve the experience of the site and for the purposes of                    marketing, and the cookies allow us to remember the preferences"
+        .repeat(3);
+    let notice = "if you are asking a question about the tutorial please check the forum for                   an answer before you post your comment to the page"
+        .repeat(3);
+    let html = format!(
+        "<div><p>the short article is about the river and the barrier that the town          built</p></div><section role=\"dialog\" aria-label=\"Consent\"><div>{consent}</div>\
+         </section><div id=\"dialog1\" style=\"font-size:12px; DISPLAY : none !important\">\
+         <p>{notice}</p></div><div hidden><p>{notice} again</p></div>\
+         <div role=\"presentation navigation\"><p>the links of the site and the pages of \
+         the news</p></div>"
+    );
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(&html, mode);
+        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+        assert_eq!(ctx, [0, -1, -1, -1, -1], "{mode:?}");
+        assert_eq!(main_region(&s.blocks), 0..1, "{mode:?}");
+        let old = strip(
+            &html,
+            &StripOptions {
+                mode,
+                roles_and_hidden: false,
+                ..Default::default()
+            },
+        );
+        let ctx: Vec<i32> = old.blocks.iter().map(|b| b.context).collect();
+        assert_eq!(ctx, [0, 0, 0, 0, 0], "{mode:?}");
+        let r = main_region(&old.blocks);
+        assert!(
+            old.blocks[r]
+                .iter()
+                .any(|b| old.block_text(b).starts_with("we use cookies")),
+            "{mode:?}"
+        );
+    }
+    let w = |k: &'static str, v: &'static str| container_weight("div", [(k, v)].into_iter());
+    assert_eq!(w("role", "alertdialog"), Some(BOILERPLATE));
+    assert_eq!(w("role", "Dialog"), Some(BOILERPLATE));
+    assert_eq!(w("role", "contentinfo"), Some(LAYOUT));
+    assert_eq!(w("role", "complementary"), Some(LAYOUT));
+    // the first role that names a tag's counts; other roles are no hint
+    assert_eq!(w("role", "none main navigation"), Some(CONTENT));
+    assert_eq!(w("role", "presentation"), Some(0));
+    assert_eq!(w("hidden", ""), Some(BOILERPLATE));
+    assert_eq!(w("hidden", "until-found"), Some(BOILERPLATE));
+    for style in [
+        "display:none",
+        "color: red;display :\tNONE",
+        "x{display: none}",
+    ] {
+        assert_eq!(w("style", style), Some(BOILERPLATE), "{style}");
+    }
+    for style in [
+        "display: block",
+        "display: none-ish",
+        "-webkit-display: none",
+        "grid-display:none",
+        "visibility: hidden",
+        "display",
+        "",
+    ] {
+        assert_eq!(w("style", style), Some(0), "{style}");
+    }
+    // a negative hint of the role wins over a content class, as words do
+    assert_eq!(
+        container_weight(
+            "div",
+            [("class", "content"), ("role", "dialog")].into_iter()
+        ),
+        Some(BOILERPLATE)
+    );
+}
+
+#[test]
 fn layout_wrappers_around_most_of_the_page_are_not_boilerplate() {
     let article = "<p>the council said that the new bridge would open in the spring and \
                    that the old one was to be closed</p>"

@@ -3,11 +3,11 @@
 //! walked without recursion.
 
 use super::builder::Builder;
-use super::hints::container_weight;
+use super::hints::{container_tag_weight, weight_with, HintAttrs};
 use super::rules::{role, Role};
 use super::{BlockKind, Stripped};
 
-pub(super) fn strip(html: &str) -> Stripped {
+pub(super) fn strip(html: &str, roles_and_hidden: bool) -> Stripped {
     use ego_tree::iter::Edge;
     use scraper::Node;
 
@@ -23,7 +23,10 @@ pub(super) fn strip(html: &str) -> Stripped {
                 Node::Element(el) => {
                     b.tags += 1;
                     // the tree pairs every open with a close
-                    b.enter(container_weight(el.name(), el.attrs()).unwrap_or(0));
+                    let hint = container_tag_weight(el.name()).map_or(0, |tag| {
+                        weight_with(tag, &HintAttrs::of(el.attrs()), roles_and_hidden)
+                    });
+                    b.enter(hint);
                     let r = role(el.name());
                     if hidden_depth > 0 || r == Role::Hidden {
                         hidden_depth += 1;

@@ -111,11 +111,11 @@ const fn first_letters() -> [u32; 17] {
 
 /// Content hint of a container element, from its tag, its class and id words (split on
 /// non-alphanumerics), its ARIA role and whether it is rendered: [`BOILERPLATE`] for a
-/// `dialog`, a boilerplate word (comment, cookie, popup, …), a dialog role or a container
-/// that is not rendered (`hidden`, an inline `display: none`), else [`LAYOUT`] for `nav`,
-/// `aside`, `footer`, `form`, a layout word (footer, sidebar, menu, …) or the role of one of
-/// those tags, else [`CONTENT`] for `article`, `main`, a content word (article, content,
-/// post, …) or their roles, else 0. Negative hints win over positive ones (`comments-body`
+/// `dialog`, a boilerplate word (comment, cookie, popup, …) or a dialog role, else
+/// [`LAYOUT`] for `nav`, `aside`, `footer`, `form`, a layout word (footer, sidebar, menu,
+/// …), the role of one of those tags or a container that is not rendered (`hidden`, an
+/// inline `display: none`), else [`CONTENT`] for `article`, `main`, a content word
+/// (article, content, post, …) or their roles, else 0. Negative hints win over positive ones (`comments-body`
 /// is boilerplate). Returns `None` for elements that are not containers.
 pub fn container_weight<'a>(
     name: &str,
@@ -184,9 +184,11 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, roles_and_hidden: boo
         if let Some(role) = attrs.role {
             hint(role_weight(role));
         }
-        // not rendered: hidden until a script shows it (a dialog, a notice), if ever
+        // not rendered until a script shows it, if ever: a dialog, a notice; or, around
+        // most of the page, an application root or an anti-flicker wrapper, which is why it
+        // weighs as layout does (boilerplate unless it holds most of the page)
         if attrs.hidden || attrs.style.is_some_and(displays_none) {
-            hint(BOILERPLATE);
+            hint(LAYOUT);
         }
     }
     if boilerplate {

@@ -148,8 +148,9 @@ pub struct StripOptions {
     pub link_scopes: bool,
     /// ARIA roles weigh as the tags that have them implicitly (`role="dialog"` as a
     /// `dialog`, `role="navigation"` as a `nav`, …), and a container that is not rendered
-    /// (the `hidden` attribute, an inline `display: none`) as boilerplate. Off: tags and
-    /// class and id words only, as revisions 1 and 2 of the text rules had it.
+    /// (the `hidden` attribute, an inline `display: none`) as layout (boilerplate unless it
+    /// holds most of the page). Off: tags and class and id words only, as revisions 1 and 2
+    /// of the text rules had it.
     pub roles_and_hidden: bool,
 }
 

@@ -102,7 +102,8 @@ fn container_hints_mark_boilerplate() {
     let long = "the notice says that the site is committed to the access of all ".repeat(8);
     let html = format!(
         "<div class=\"post-content\"><p>the short article is about the river and the \
-         barrier that the town built</p></div><div class=\"site-popup\"><div \
+         barrier that the town \
+         built</p></div><div class=\"site-popup\"><div \
          class=\"widget-text\"><p>{long}</p></div></div><form><p>{long}</p></form>"
     );
     for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
@@ -142,12 +143,15 @@ fn roles_and_hidden_containers_are_hints() {
     // a page whose article is short and whose consent dialog and hidden comment notice
     // (shown by a script, if ever) are the longest prose: text rules 3 leave them out of
     // the region, text rules 2 took them in
-    let consent = "we use cookies to improve the experience of the site and for the purposes of                    marketing, and the cookies allow us to remember the preferences"
+    let consent = "we use cookies to improve the experience of the site and for the purposes of \
+                   marketing, and the cookies allow us to remember the preferences"
         .repeat(3);
-    let notice = "if you are asking a question about the tutorial please check the forum for                   an answer before you post your comment to the page"
+    let notice = "if you are asking a question about the tutorial please check the forum for \
+                  an answer before you post your comment to the page"
         .repeat(3);
     let html = format!(
-        "<div><p>the short article is about the river and the barrier that the town          built</p></div><section role=\"dialog\" aria-label=\"Consent\"><div>{consent}</div>\
+        "<div><p>the short article is about the river and the barrier that the town \
+         built</p></div><section role=\"dialog\" aria-label=\"Consent\"><div>{consent}</div>\
          </section><div id=\"dialog1\" style=\"font-size:12px; DISPLAY : none !important\">\
          <p>{notice}</p></div><div hidden><p>{notice} again</p></div>\
          <div role=\"presentation navigation\"><p>the links of the site and the pages of \
@@ -184,14 +188,15 @@ fn roles_and_hidden_containers_are_hints() {
     // the first role that names a tag's counts; other roles are no hint
     assert_eq!(w("role", "none main navigation"), Some(CONTENT));
     assert_eq!(w("role", "presentation"), Some(0));
-    assert_eq!(w("hidden", ""), Some(BOILERPLATE));
-    assert_eq!(w("hidden", "until-found"), Some(BOILERPLATE));
+    // not rendered: layout, so that a hidden wrapper of most of the page is not boilerplate
+    assert_eq!(w("hidden", ""), Some(LAYOUT));
+    assert_eq!(w("hidden", "until-found"), Some(LAYOUT));
     for style in [
         "display:none",
         "color: red;display :\tNONE",
         "x{display: none}",
     ] {
-        assert_eq!(w("style", style), Some(BOILERPLATE), "{style}");
+        assert_eq!(w("style", style), Some(LAYOUT), "{style}");
     }
     for style in [
         "display: block",
@@ -212,6 +217,29 @@ fn roles_and_hidden_containers_are_hints() {
         ),
         Some(BOILERPLATE)
     );
+    // an application root hidden until its script runs holds the whole page: a wrapper,
+    // not boilerplate; the small hidden notice inside it still counts against the region
+    let article = "<p>the council said that the new bridge would open in the spring and that \
+                   the old one was to be closed</p>"
+        .repeat(6);
+    let roots = [
+        format!(
+            "<div id=app style=\"display: none\">{article}<div hidden><p>{notice}</p></div></div>"
+        ),
+        format!(
+            "<div hidden><main>{article}</main><div style=display:none><p>{notice}</p></div></div>"
+        ),
+    ];
+    for root in roots {
+        for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+            let s = strip_in(&root, mode);
+            let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+            assert_eq!(ctx.len(), 7, "{mode:?}");
+            assert!(ctx[..6].iter().all(|&c| c >= 0), "{mode:?} {ctx:?}");
+            assert_eq!(ctx[6], -1, "{mode:?}");
+            assert_eq!(main_region(&s.blocks), 0..6, "{mode:?}");
+        }
+    }
 }
 
 #[test]

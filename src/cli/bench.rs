@@ -245,7 +245,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         mode: StripMode::Bytes,
         max_bytes: params.signature.max_page_bytes,
         link_scopes: params.signature.text_rules >= 2,
-        roles_and_hidden: params.signature.text_rules >= 3,
+        aria_roles: params.signature.text_rules >= 3,
     };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,

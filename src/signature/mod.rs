@@ -192,8 +192,8 @@ pub struct SignatureConfig {
     /// 1, links counted as nested and open to the end of the page when never closed, pages
     /// signed in the index language only; 2, links end where the HTML tree rules end them
     /// (a table cell is a scope) and a page the index language cannot sign is signed in its
-    /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles and containers that are not rendered
-    /// are container hints ([`crate::text::StripOptions::roles_and_hidden`]), and a page
+    /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles are container hints
+    /// ([`crate::text::StripOptions::aria_roles`]), and a page
     /// signed whole ([`Family::Page`]) is matched only with pages of other hosts
     /// ([`crate::dedup`]). Absent from the stored settings of an index made before revision
     /// 2, which read as 1 and keep deciding as they did.
@@ -406,7 +406,7 @@ impl Signer {
                 mode: config.strip,
                 max_bytes: config.max_page_bytes,
                 link_scopes: config.text_rules >= 2,
-                roles_and_hidden: config.text_rules >= 3,
+                aria_roles: config.text_rules >= 3,
             },
             spot: SpotParams {
                 distance: config.spot_distance,

@@ -110,13 +110,12 @@ const fn first_letters() -> [u32; 17] {
 }
 
 /// Content hint of a container element, from its tag, its class and id words (split on
-/// non-alphanumerics), its ARIA role and whether it is rendered: [`BOILERPLATE`] for a
-/// `dialog`, a boilerplate word (comment, cookie, popup, …) or a dialog role, else
-/// [`LAYOUT`] for `nav`, `aside`, `footer`, `form`, a layout word (footer, sidebar, menu,
-/// …), the role of one of those tags or a container that is not rendered (`hidden`, an
-/// inline `display: none`), else [`CONTENT`] for `article`, `main`, a content word
-/// (article, content, post, …) or their roles, else 0. Negative hints win over positive ones (`comments-body`
-/// is boilerplate). Returns `None` for elements that are not containers.
+/// non-alphanumerics) and its ARIA role: [`BOILERPLATE`] for a `dialog`, a boilerplate word
+/// (comment, cookie, popup, …) or a dialog role, else [`LAYOUT`] for `nav`, `aside`,
+/// `footer`, `form`, a layout word (footer, sidebar, menu, …) or the role of one of those
+/// tags, else [`CONTENT`] for `article`, `main`, a content word (article, content, post,
+/// …) or their roles, else 0. Negative hints win over positive ones (`comments-body` is
+/// boilerplate). Returns `None` for elements that are not containers.
 pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
@@ -135,8 +134,6 @@ pub(super) struct HintAttrs<'a> {
     pub class: Option<&'a str>,
     pub id: Option<&'a str>,
     pub role: Option<&'a str>,
-    pub style: Option<&'a str>,
-    pub hidden: bool,
 }
 
 impl<'a> HintAttrs<'a> {
@@ -148,11 +145,6 @@ impl<'a> HintAttrs<'a> {
                 "class" => &mut h.class,
                 "id" => &mut h.id,
                 "role" => &mut h.role,
-                "style" => &mut h.style,
-                "hidden" => {
-                    h.hidden = true;
-                    continue;
-                }
                 _ => continue,
             };
             slot.get_or_insert(v);
@@ -161,9 +153,9 @@ impl<'a> HintAttrs<'a> {
     }
 }
 
-/// [`container_weight`] of a container whose tag weighs `tag`; roles and hidden containers
-/// count only with `roles_and_hidden` ([`super::StripOptions::roles_and_hidden`]).
-pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, roles_and_hidden: bool) -> i32 {
+/// [`container_weight`] of a container whose tag weighs `tag`; its role counts only with
+/// `aria_roles` ([`super::StripOptions::aria_roles`]).
+pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> i32 {
     let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
     let mut hint = |w: i32| match w {
         BOILERPLATE => boilerplate = true,
@@ -180,16 +172,8 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, roles_and_hidden: boo
             hint(word_hint(word));
         }
     }
-    if roles_and_hidden {
-        if let Some(role) = attrs.role {
-            hint(role_weight(role));
-        }
-        // not rendered until a script shows it, if ever: a dialog, a notice; or, around
-        // most of the page, an application root or an anti-flicker wrapper, which is why it
-        // weighs as layout does (boilerplate unless it holds most of the page)
-        if attrs.hidden || attrs.style.is_some_and(displays_none) {
-            hint(LAYOUT);
-        }
+    if let Some(role) = attrs.role.filter(|_| aria_roles) {
+        hint(role_weight(role));
     }
     if boilerplate {
         BOILERPLATE
@@ -215,38 +199,6 @@ fn role_weight(v: &str) -> i32 {
         return w;
     }
     0
-}
-
-/// Whether an inline style declares `display: none` (ASCII case-insensitive, spaces and
-/// `!important` allowed; a property whose name only ends in `display` does not count).
-fn displays_none(style: &str) -> bool {
-    const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
-    let b = style.as_bytes();
-    memchr::memchr2_iter(b'd', b'D', b).any(|start| {
-        if !b
-            .get(start..start + 7)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"display"))
-            || (start > 0
-                && !matches!(
-                    b[start - 1],
-                    b';' | b'{' | b' ' | b'\t' | b'\n' | b'\r' | 0x0C
-                ))
-        {
-            return false;
-        }
-        let Some(value) = style[start + 7..]
-            .trim_start_matches(SPACE)
-            .strip_prefix(':')
-        else {
-            return false;
-        };
-        let value = value.trim_start_matches(SPACE).as_bytes();
-        value.len() >= 4
-            && value[..4].eq_ignore_ascii_case(b"none")
-            && value
-                .get(4)
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')))
-    })
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.

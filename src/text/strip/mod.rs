@@ -147,11 +147,9 @@ pub struct StripOptions {
     /// text rules had it. The tree path always follows the tree.
     pub link_scopes: bool,
     /// ARIA roles weigh as the tags that have them implicitly (`role="dialog"` as a
-    /// `dialog`, `role="navigation"` as a `nav`, …), and a container that is not rendered
-    /// (the `hidden` attribute, an inline `display: none`) as layout (boilerplate unless it
-    /// holds most of the page). Off: tags and class and id words only, as revisions 1 and 2
-    /// of the text rules had it.
-    pub roles_and_hidden: bool,
+    /// `dialog`, `role="navigation"` as a `nav`, …). Off: tags and class and id words only,
+    /// as revisions 1 and 2 of the text rules had it.
+    pub aria_roles: bool,
 }
 
 impl Default for StripOptions {
@@ -160,7 +158,7 @@ impl Default for StripOptions {
             mode: StripMode::Bytes,
             max_bytes: 16 * 1024 * 1024,
             link_scopes: true,
-            roles_and_hidden: true,
+            aria_roles: true,
         }
     }
 }
@@ -172,7 +170,7 @@ pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let mut out = match opts.mode {
         StripMode::Bytes => scan::strip(&input, opts),
         StripMode::Tokens => oracle::strip(&input, opts),
-        StripMode::Tree => tree::strip(&input, opts.roles_and_hidden),
+        StripMode::Tree => tree::strip(&input, opts.aria_roles),
     };
     out.truncated = truncated;
     out

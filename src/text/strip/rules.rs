@@ -177,8 +177,8 @@ pub(super) struct Rules {
     in_head: bool,
     links: Links,
     containers: Containers,
-    /// [`StripOptions::roles_and_hidden`].
-    roles_and_hidden: bool,
+    /// [`StripOptions::aria_roles`].
+    aria_roles: bool,
 }
 
 /// Whether text is link text, as the HTML tree-building rules place `<a>` elements: links
@@ -259,15 +259,15 @@ impl Links {
 }
 
 impl Rules {
-    /// Rules with or without link scopes ([`Links`]) and the hints of roles and hidden
-    /// containers ([`StripOptions`]).
+    /// Rules with or without link scopes ([`Links`]) and the hints of ARIA roles
+    /// ([`StripOptions`]).
     pub(super) fn new(opts: &StripOptions) -> Rules {
         Rules {
             links: Links {
                 scopes: opts.link_scopes,
                 ..Links::default()
             },
-            roles_and_hidden: opts.roles_and_hidden,
+            aria_roles: opts.aria_roles,
             ..Rules::default()
         }
     }
@@ -316,7 +316,7 @@ impl Rules {
         if let (false, Some(tag)) = (self_closing, info.container) {
             self.containers.open(
                 info.name,
-                weight_with(tag, attrs, self.roles_and_hidden),
+                weight_with(tag, attrs, self.aria_roles),
                 &mut self.b,
             );
         }

@@ -2,9 +2,8 @@
 //! tokenizer does (tags and their attributes, comments, doctypes, bogus comments, raw text
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
-//! with `memchr`, only the attributes the hints read (class, id, role, style, hidden) of
-//! container elements are read, and visible text is
-//! handed on as slices of the input.
+//! with `memchr`, only the class, id and role of container elements are read, and visible
+//! text is handed on as slices of the input.
 
 use memchr::{memchr, memchr2, memchr3};
 
@@ -57,7 +56,7 @@ struct Value {
 
 /// The attributes the container hints read ([`super::hints`]), in the order of
 /// [`TagEnd::values`].
-const HINT_ATTRS: [&str; 5] = ["class", "id", "role", "style", "hidden"];
+const HINT_ATTRS: [&str; 3] = ["class", "id", "role"];
 
 /// What a tag's attributes came to.
 struct TagEnd {
@@ -67,7 +66,7 @@ struct TagEnd {
 }
 
 /// The first value of each of [`HINT_ATTRS`] in a tag.
-type Values = [Option<Value>; 5];
+type Values = [Option<Value>; 3];
 
 struct Scanner<'a> {
     src: &'a str,
@@ -75,7 +74,7 @@ struct Scanner<'a> {
     /// A tag name that needed lowercasing.
     name: String,
     /// Decoded hint attribute values (only when they hold a reference), as in [`Values`].
-    decoded: [String; 4],
+    decoded: [String; 3],
 }
 
 impl<'a> Scanner<'a> {
@@ -196,7 +195,7 @@ impl<'a> Scanner<'a> {
         let n = b.len();
         let info = tag_info(name);
         let want = !end_tag && info.container.is_some();
-        let mut values: Values = [None; 5];
+        let mut values: Values = [None; 3];
         let Some(t) = attributes(b, i, want.then_some(&mut values)) else {
             return n;
         };
@@ -205,17 +204,9 @@ impl<'a> Scanner<'a> {
             return t.end;
         }
         let src = self.src;
-        let mut attrs = HintAttrs {
-            hidden: values[4].is_some(),
-            ..HintAttrs::default()
-        };
+        let mut attrs = HintAttrs::default();
         if want {
-            let slots = [
-                &mut attrs.class,
-                &mut attrs.id,
-                &mut attrs.role,
-                &mut attrs.style,
-            ];
+            let slots = [&mut attrs.class, &mut attrs.id, &mut attrs.role];
             for ((v, out), slot) in values.iter().zip(&mut self.decoded).zip(slots) {
                 if let Some(v) = v {
                     *slot = Some(if v.amp {
@@ -521,11 +512,9 @@ fn attributes(b: &[u8], mut i: usize, mut values: Option<&mut Values>) -> Option
         };
         // most attributes are none of these: one length test rejects them
         let k = match name.len() {
+            5 => 0,
             2 => 1,
             4 => 2,
-            5 if (name[0] | 0x20) == b'c' => 0,
-            5 => 3,
-            6 => 4,
             _ => return 0,
         };
         if values[k].is_none() && name.eq_ignore_ascii_case(HINT_ATTRS[k].as_bytes()) {

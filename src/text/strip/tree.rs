@@ -7,7 +7,7 @@ use super::hints::{container_tag_weight, weight_with, HintAttrs};
 use super::rules::{role, Role};
 use super::{BlockKind, Stripped};
 
-pub(super) fn strip(html: &str, roles_and_hidden: bool) -> Stripped {
+pub(super) fn strip(html: &str, aria_roles: bool) -> Stripped {
     use ego_tree::iter::Edge;
     use scraper::Node;
 
@@ -24,7 +24,7 @@ pub(super) fn strip(html: &str, roles_and_hidden: bool) -> Stripped {
                     b.tags += 1;
                     // the tree pairs every open with a close
                     let hint = container_tag_weight(el.name()).map_or(0, |tag| {
-                        weight_with(tag, &HintAttrs::of(el.attrs()), roles_and_hidden)
+                        weight_with(tag, &HintAttrs::of(el.attrs()), aria_roles)
                     });
                     b.enter(hint);
                     let r = role(el.name());

@@ -14,11 +14,12 @@
 //! signatures only (with document frequencies on: not outside the IDF band, not template
 //! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
 //! `min_signatures` of them is `unique` without a match (it has text, but too little of its
-//! own to match on). A short page (one with a template sample) is not matched with a page of
-//! its own template; a page signed whole ([`Family::Page`], text rules 3) is not matched
-//! with a page of its own host either: the whole page holds the text its site prints on
-//! every page, in every template (a consent panel, a notice, the footer's prose), so
-//! another page of the site shares it whatever it is about.
+//! own to match on). A short page (one with a template sample: signed by its word shingles,
+//! or whole) is not matched with a page of its own template; with text rules 3, a pair of
+//! which either page is short is not matched within one host either, in whichever order the
+//! two came: a short page's few signatures, or a whole page's, hold the text its site
+//! prints on every page and in every template (a consent panel, a notice, the footer's
+//! prose), so another page of the site shares it whatever it is about.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,8 +30,7 @@ use crate::index::{
 };
 use crate::record::{decode_page, BadRecord, ValidPage};
 use crate::signature::{
-    length_bound, mass, similarity, similarity_at_least, template, Family, Signatures, Signed,
-    Signer,
+    length_bound, mass, similarity, similarity_at_least, template, Signatures, Signed, Signer,
 };
 
 /// Most decisions whose log the streaming stage writes out together, holding them until it
@@ -163,10 +163,8 @@ impl Deduplicator {
             // text, but too little of its own to match on: judged, matches nothing
             Decision::plain(DecisionKind::Unique)
         } else {
-            // a page signed whole is matched with other hosts' pages only
-            let whole =
-                signed.family == Family::Page && self.index.params().signature.text_rules >= 3;
-            let host = whole.then(|| host_hash(page.url));
+            // with text rules 3, short pages are matched across hosts only
+            let host = (self.index.params().signature.text_rules >= 3).then(|| host_hash(page.url));
             match self.best_match(signed, q, host)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
@@ -198,8 +196,8 @@ impl Deduplicator {
         })
     }
 
-    /// The best match of a page whose informative signatures are `q`; with `host`, on
-    /// pages of other hosts only.
+    /// The best match of a page whose informative signatures are `q`; `host` is its host's
+    /// hash when short pages are matched across hosts only ([`Deduplicator::verify`]).
     fn best_match(
         &mut self,
         signed: &Signed,
@@ -225,7 +223,8 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. A short page (one with a
     /// template sample) is not matched with a page of its own template
-    /// ([`crate::signature::template`]); with `host`, a page of that host is not matched.
+    /// ([`crate::signature::template`]); with `host` (the page's host, text rules 3), a pair
+    /// of which either side is short is not matched within that host.
     fn verify(
         &self,
         q: &Signatures,
@@ -247,7 +246,9 @@ impl Deduplicator {
             if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
                 continue;
             }
-            if host.is_some_and(|h| host_hash(&doc.url) == h) {
+            if host.is_some_and(|h| {
+                (!tmpl.is_empty() || !doc.template.is_empty()) && host_hash(&doc.url) == h
+            }) {
                 continue;
             }
             let informative = self.index.informative(&doc.url, &doc.sigs);

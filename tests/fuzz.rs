@@ -119,6 +119,8 @@ const TOKENS: &[&[u8]] = &[
     b"<td class=x role=\"&#x64;ialog\">",
     b"<div role=a role=dialog>",
     b"<ul Role='complementary'>",
+    b"<div CLASS=comment ROLE=\"none Dialog\">",
+    b"<div ro\0le=dialog cl\0ass=ad>",
     b"<![CDATA[",
     b"<p>",
     b"\n",

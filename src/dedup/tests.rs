@@ -1,5 +1,6 @@
 use super::*;
 use crate::index::{DecisionKind, Found, Index, IndexParams, Method};
+use crate::signature::Family;
 
 const RIVER: &str = include_str!("../../tests/data/story-river.html");
 const RIVER_B: &str = include_str!("../../tests/data/story-river-other-template.html");
@@ -290,7 +291,7 @@ fn short_pages_match_across_templates_only() {
                  city said, with longer hours on weekends and a space for children.";
     let mut d = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
     let signed = d.signer().sign(&site("Valley Courier", brief));
-    assert_eq!(signed.family, crate::signature::Family::Words);
+    assert_eq!(signed.family, Family::Words);
     assert!(signed.sigs.set_len() >= 10, "{}", signed.sigs.set_len());
     assert!(!signed.template.is_empty());
 
@@ -317,74 +318,92 @@ fn short_pages_match_across_templates_only() {
     assert_eq!(rec.template, signed.template);
 }
 
-/// A page signed whole (its region has no prose) is matched with pages of other hosts
-/// only: the whole page holds its site's own text (here a consent panel's), which every
-/// page of the site shares whatever its layout (text rules 3). Pages of other families and
-/// indexes made with text rules 2 are not affected.
+/// A pair of which either page is short (signed by its word shingles, or whole: it has a
+/// template sample) is matched across hosts only, in whichever order the two come: the
+/// page's few signatures, or its whole page's, hold its site's own text (a consent panel's,
+/// a notice), which every page of the site shares whatever its layout (text rules 3).
+/// Two pages signed by their regions are not affected, nor are indexes of text rules 2.
 #[test]
-fn pages_signed_whole_match_other_hosts_only() {
+fn short_pages_match_other_hosts_only() {
     let sigs = Signatures::from_hashes((1..=40).map(|i| i * 7919).collect());
+    // block samples of layouts with nothing in common: never one template
+    let layout = |k: u32| (0..32).map(|i| k * 1000 + i).collect::<Vec<u32>>();
     let signed = |family: Family, template: Vec<u32>| Signed {
         text: crate::text::Stripped::default(),
         sigs: sigs.clone(),
-        fingerprint: vec![0],
+        fingerprint: vec![0x5eed],
         tokens: 40,
         family,
         template,
     };
-    // block samples of three layouts with nothing in common: never one template
-    let layout = |k: u32| (0..32).map(|i| k * 1000 + i).collect::<Vec<u32>>();
+    let whole = |k: u32| signed(Family::Page, layout(k));
+    let region = || signed(Family::Spotsigs, Vec::new());
     let at = |id: &'static str, url: &'static str| PageRef {
         id,
         url,
         first_seen: 1,
     };
-    for text_rules in [3, 2] {
-        let mut params = IndexParams::default();
-        params.signature.text_rules = text_rules;
-        let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
-        let decide = |d: &mut Deduplicator, page: PageRef<'_>, s: &Signed| {
-            let o = d.decide(page, s).unwrap();
-            (o.decision.kind, o.decision.canonical_id)
-        };
-        let first = signed(Family::Page, layout(1));
-        assert_eq!(
-            decide(&mut d, at("c1", "https://shop.example/c/cameras"), &first).0,
-            DecisionKind::Unique
-        );
-        // another page of the site in another layout (a product page), the same words
-        let product = signed(Family::Page, layout(2));
-        let (kind, canonical) = decide(
-            &mut d,
-            at("p1", "http://WWW.Shop.Example:8080/p/1"),
-            &product,
-        );
-        if text_rules >= 3 {
-            assert_eq!(
-                kind,
-                DecisionKind::Unique,
-                "the site's own text is no evidence"
-            );
-        } else {
-            assert_eq!(
-                (kind, canonical.as_deref()),
-                (DecisionKind::Duplicate, Some("c1"))
-            );
+    type Step = (&'static str, &'static str, Signed, Option<&'static str>);
+    for method in [Method::Spotsigs, Method::Chain] {
+        for text_rules in [3, 2] {
+            let same_host = |canonical: &'static str| (text_rules < 3).then_some(canonical);
+            // the short page first: another page of its site in another layout, signed
+            // whole or by its region, is not its copy; a page of another host is
+            let short_first: Vec<Step> = vec![
+                ("c1", "https://shop.example/c/cameras", whole(1), None),
+                (
+                    "p1",
+                    "http://WWW.Shop.Example:8080/p/1",
+                    whole(2),
+                    same_host("c1"),
+                ),
+                (
+                    "a1",
+                    "https://shop.example/blog/1",
+                    region(),
+                    same_host("c1"),
+                ),
+                (
+                    "o1",
+                    "https://mirror.example/c/cameras",
+                    whole(3),
+                    Some("c1"),
+                ),
+            ];
+            // the page signed by its region first: a short page of its host is not its copy
+            let region_first: Vec<Step> = vec![
+                ("a1", "https://shop.example/blog/1", region(), None),
+                (
+                    "c1",
+                    "https://shop.example/c/cameras",
+                    whole(1),
+                    same_host("a1"),
+                ),
+                (
+                    "o1",
+                    "https://mirror.example/c/cameras",
+                    whole(3),
+                    Some("a1"),
+                ),
+                ("a2", "https://shop.example/blog/2", region(), Some("a1")),
+            ];
+            for steps in [short_first, region_first] {
+                let mut params = IndexParams {
+                    method,
+                    ..Default::default()
+                };
+                params.signature.text_rules = text_rules;
+                let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+                for (id, url, s, want) in steps {
+                    let o = d.decide(at(id, url), &s).unwrap();
+                    let got = (o.decision.kind, o.decision.canonical_id.as_deref());
+                    let want = match want {
+                        Some(c) => (DecisionKind::Duplicate, Some(c)),
+                        None => (DecisionKind::Unique, None),
+                    };
+                    assert_eq!(got, want, "{method} text rules {text_rules}: {id}");
+                }
+            }
         }
-        // the same words on another host, in a third layout: a copy
-        let other = signed(Family::Page, layout(3));
-        let (kind, canonical) =
-            decide(&mut d, at("o1", "https://mirror.example/c/cameras"), &other);
-        assert_eq!(
-            (kind, canonical.as_deref()),
-            (DecisionKind::Duplicate, Some("c1"))
-        );
-        // a page signed by its region on the same host is matched as before
-        let article = signed(crate::signature::Family::Spotsigs, Vec::new());
-        let (kind, canonical) = decide(&mut d, at("a1", "https://shop.example/blog/1"), &article);
-        assert_eq!(
-            (kind, canonical.as_deref()),
-            (DecisionKind::Duplicate, Some("c1"))
-        );
     }
 }

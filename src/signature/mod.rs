@@ -193,9 +193,8 @@ pub struct SignatureConfig {
     /// signed in the index language only; 2, links end where the HTML tree rules end them
     /// (a table cell is a scope) and a page the index language cannot sign is signed in its
     /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles are container hints
-    /// ([`crate::text::StripOptions::aria_roles`]), and a page
-    /// signed whole ([`Family::Page`]) is matched only with pages of other hosts
-    /// ([`crate::dedup`]). Absent from the stored settings of an index made before revision
+    /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one
+    /// with a template sample) is matched across hosts only ([`crate::dedup`]). Absent from the stored settings of an index made before revision
     /// 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,

@@ -109,13 +109,15 @@ const fn first_letters() -> [u32; 17] {
     t
 }
 
-/// Content hint of a container element, from its tag, its class and id words (split on
-/// non-alphanumerics) and its ARIA role: [`BOILERPLATE`] for a `dialog`, a boilerplate word
-/// (comment, cookie, popup, …) or a dialog role, else [`LAYOUT`] for `nav`, `aside`,
-/// `footer`, `form`, a layout word (footer, sidebar, menu, …) or the role of one of those
-/// tags, else [`CONTENT`] for `article`, `main`, a content word (article, content, post,
-/// …) or their roles, else 0. Negative hints win over positive ones (`comments-body` is
-/// boilerplate). Returns `None` for elements that are not containers.
+/// Content hint of a container element, from its tag (or its explicit ARIA role, which
+/// replaces it), and its class and id words (split on non-alphanumerics): [`BOILERPLATE`]
+/// for a `dialog`, a dialog role or a boilerplate word (comment, cookie, popup, …), else
+/// [`LAYOUT`] for `nav`, `aside`, `footer`, `form`, a landmark role of the page's layout
+/// ([`role_weight`]) or a layout word (footer, sidebar, menu, …), else [`CONTENT`] for
+/// `article`, `main`, their roles or a content word (article, content, post, …), else 0.
+/// Negative hints win over positive ones (`comments-body` is boilerplate). Returns `None`
+/// for elements that are not containers. Roles count as in text rules 3 (the stripper
+/// reads them only with [`super::StripOptions::aria_roles`]).
 pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
@@ -154,8 +156,13 @@ impl<'a> HintAttrs<'a> {
 }
 
 /// [`container_weight`] of a container whose tag weighs `tag`; its role counts only with
-/// `aria_roles` ([`super::StripOptions::aria_roles`]).
+/// `aria_roles` ([`super::StripOptions::aria_roles`]), and then replaces the tag's weight.
 pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> i32 {
+    // an explicit role replaces the tag's implicit one
+    let tag = match attrs.role.filter(|_| aria_roles).and_then(role_weight) {
+        Some(role) => role,
+        None => tag,
+    };
     let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
     let mut hint = |w: i32| match w {
         BOILERPLATE => boilerplate = true,
@@ -172,9 +179,6 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
             hint(word_hint(word));
         }
     }
-    if let Some(role) = attrs.role.filter(|_| aria_roles) {
-        hint(role_weight(role));
-    }
     if boilerplate {
         BOILERPLATE
     } else if layout {
@@ -184,21 +188,118 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
     }
 }
 
-/// The hint of an ARIA `role` attribute: the roles the container tags have implicitly weigh
-/// as those tags do (`dialog` and `alertdialog` as a `dialog`; `navigation`, `complementary`,
-/// `contentinfo`, `banner`, `search` and `form` as `nav`, `aside`, `footer`, a page header
-/// and `form`; `main` and `article` as theirs). The first role that names one of these counts.
-fn role_weight(v: &str) -> i32 {
-    for role in v.split_ascii_whitespace() {
-        let w = match role.to_ascii_lowercase().as_str() {
+/// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), besides the `doc-`
+/// and `graphics-` module roles: a `role` attribute's first token that is one of these is
+/// the element's role.
+const ARIA_ROLES: [&str; 83] = [
+    "alert",
+    "alertdialog",
+    "application",
+    "article",
+    "banner",
+    "blockquote",
+    "button",
+    "caption",
+    "cell",
+    "checkbox",
+    "code",
+    "columnheader",
+    "combobox",
+    "complementary",
+    "contentinfo",
+    "definition",
+    "deletion",
+    "dialog",
+    "directory",
+    "document",
+    "emphasis",
+    "feed",
+    "figure",
+    "form",
+    "generic",
+    "grid",
+    "gridcell",
+    "group",
+    "heading",
+    "img",
+    "insertion",
+    "link",
+    "list",
+    "listbox",
+    "listitem",
+    "log",
+    "main",
+    "marquee",
+    "math",
+    "menu",
+    "menubar",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "meter",
+    "navigation",
+    "none",
+    "note",
+    "option",
+    "paragraph",
+    "presentation",
+    "progressbar",
+    "radio",
+    "radiogroup",
+    "region",
+    "row",
+    "rowgroup",
+    "rowheader",
+    "scrollbar",
+    "search",
+    "searchbox",
+    "separator",
+    "slider",
+    "spinbutton",
+    "status",
+    "strong",
+    "subscript",
+    "superscript",
+    "switch",
+    "tab",
+    "table",
+    "tablist",
+    "tabpanel",
+    "term",
+    "textbox",
+    "time",
+    "timer",
+    "toolbar",
+    "tooltip",
+    "tree",
+    "treegrid",
+    "treeitem",
+    "image",
+];
+
+/// The hint of an ARIA `role` attribute, `None` when it names no role. As ARIA says, the
+/// first token that is a role is the element's role, and it replaces the tag's implicit
+/// one. The roles the container tags have implicitly weigh as those tags do: `dialog` and
+/// `alertdialog` as a `dialog`; `navigation`, `complementary`, `contentinfo` and `form` as
+/// `nav`, `aside`, `footer` and `form`, and `banner` (the page's header, not an article's)
+/// and `search` as layout too; `main` and `article` as theirs. Every other role weighs 0.
+fn role_weight(v: &str) -> Option<i32> {
+    for token in v.split_ascii_whitespace() {
+        let role = token.to_ascii_lowercase();
+        let known = ARIA_ROLES.contains(&role.as_str())
+            || role.starts_with("doc-")
+            || role.starts_with("graphics-");
+        if !known {
+            continue;
+        }
+        return Some(match role.as_str() {
             "dialog" | "alertdialog" => BOILERPLATE,
             "navigation" | "complementary" | "contentinfo" | "banner" | "search" | "form" => LAYOUT,
             "main" | "article" => CONTENT,
-            _ => continue,
-        };
-        return w;
+            _ => 0,
+        });
     }
-    0
+    None
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.

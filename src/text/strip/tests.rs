@@ -150,7 +150,7 @@ fn aria_roles_weigh_as_their_tags() {
         "<div><p>the short article is about the river and the barrier that the town \
          built</p></div><div id=\"ensNotifyBanner\" role=\"dialog\" aria-label=\"Consent\">\
          <div>{consent}</div></div><section ROLE=alertdialog><p>{consent} again</p></section>\
-         <div role=\"presentation navigation\"><p>the links of the site and the pages of \
+         <div role=\"x-site navigation\"><p>the links of the site and the pages of \
          the news</p></div>"
     );
     for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
@@ -182,11 +182,20 @@ fn aria_roles_weigh_as_their_tags() {
     assert_eq!(w("contentinfo"), Some(LAYOUT));
     assert_eq!(w("complementary"), Some(LAYOUT));
     assert_eq!(w("main"), Some(CONTENT));
-    // the first role that names a tag's counts; other roles are no hint
-    assert_eq!(w("none main navigation"), Some(CONTENT));
+    // the first token that is a role is the role (as ARIA says); other roles are no hint
+    assert_eq!(w("none main navigation"), Some(0));
+    assert_eq!(w("x-custom Main navigation"), Some(CONTENT));
+    assert_eq!(w("doc-footnote navigation"), Some(0));
     assert_eq!(w("presentation"), Some(0));
     assert_eq!(w("tabpanel region"), Some(0));
     assert_eq!(w(""), Some(0));
+    // an explicit role replaces the tag's implicit one; a token that is no role does not
+    let t = |tag: &str, role: &'static str| container_weight(tag, [("role", role)].into_iter());
+    assert_eq!(t("aside", "note"), Some(0));
+    assert_eq!(t("article", "presentation"), Some(0));
+    assert_eq!(t("section", "banner"), Some(LAYOUT));
+    assert_eq!(t("nav", "x-menu"), Some(LAYOUT));
+    assert_eq!(t("dialog", "alertdialog"), Some(BOILERPLATE));
     // what is not rendered is no hint: streamed page parts, tab panels and accordions
     // wait in hidden containers for a script to show them
     for (k, v) in [("hidden", ""), ("style", "display:none")] {

@@ -193,9 +193,10 @@ pub struct SignatureConfig {
     /// signed in the index language only; 2, links end where the HTML tree rules end them
     /// (a table cell is a scope) and a page the index language cannot sign is signed in its
     /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles are container hints
-    /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one
-    /// with a template sample) is matched across hosts only ([`crate::dedup`]). Absent from the stored settings of an index made before revision
-    /// 2, which read as 1 and keep deciding as they did.
+    /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
+    /// a template sample) is matched across hosts only ([`crate::dedup`]). Absent from the
+    /// stored settings of an index made before revision 2, which read as 1 and keep
+    /// deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
 }
@@ -324,7 +325,8 @@ pub enum Family {
 
 impl Family {
     /// A family of pages with little text of their own (word shingles, or the whole page's
-    /// SpotSigs): such a page keeps a template sample and is matched across templates only.
+    /// SpotSigs): such a page keeps a template sample and is matched across templates only
+    /// (and, with text rules 3, across hosts only: [`crate::dedup`]).
     pub fn short(self) -> bool {
         matches!(self, Family::Words | Family::Page)
     }

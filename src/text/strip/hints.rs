@@ -1,5 +1,5 @@
-//! Container hints: what an element's tag and its class and id words say of the text inside
-//! it (boilerplate, page layout, content).
+//! Container hints: what an element's tag, its ARIA role and its class and id words say of
+//! the text inside it (boilerplate, page layout, content).
 
 /// Hint of a boilerplate container ([`container_weight`]).
 pub const BOILERPLATE: i32 = -2;
@@ -188,10 +188,10 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
     }
 }
 
-/// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), besides the `doc-`
-/// and `graphics-` module roles: a `role` attribute's first token that is one of these is
-/// the element's role.
-const ARIA_ROLES: [&str; 83] = [
+/// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), of its digital
+/// publishing module (`doc-…`) and of its graphics module (`graphics-…`): a `role`
+/// attribute's first token that is one of these is the element's role.
+const ARIA_ROLES: [&str; 127] = [
     "alert",
     "alertdialog",
     "application",
@@ -275,6 +275,50 @@ const ARIA_ROLES: [&str; 83] = [
     "treegrid",
     "treeitem",
     "image",
+    "doc-abstract",
+    "doc-acknowledgments",
+    "doc-afterword",
+    "doc-appendix",
+    "doc-backlink",
+    "doc-biblioentry",
+    "doc-bibliography",
+    "doc-biblioref",
+    "doc-chapter",
+    "doc-colophon",
+    "doc-conclusion",
+    "doc-cover",
+    "doc-credit",
+    "doc-credits",
+    "doc-dedication",
+    "doc-endnote",
+    "doc-endnotes",
+    "doc-epigraph",
+    "doc-epilogue",
+    "doc-errata",
+    "doc-example",
+    "doc-footnote",
+    "doc-foreword",
+    "doc-glossary",
+    "doc-glossref",
+    "doc-index",
+    "doc-introduction",
+    "doc-noteref",
+    "doc-notice",
+    "doc-pagebreak",
+    "doc-pagefooter",
+    "doc-pageheader",
+    "doc-pagelist",
+    "doc-part",
+    "doc-preface",
+    "doc-prologue",
+    "doc-pullquote",
+    "doc-qna",
+    "doc-subtitle",
+    "doc-tip",
+    "doc-toc",
+    "graphics-document",
+    "graphics-object",
+    "graphics-symbol",
 ];
 
 /// The hint of an ARIA `role` attribute, `None` when it names no role. As ARIA says, the
@@ -284,22 +328,15 @@ const ARIA_ROLES: [&str; 83] = [
 /// `nav`, `aside`, `footer` and `form`, and `banner` (the page's header, not an article's)
 /// and `search` as layout too; `main` and `article` as theirs. Every other role weighs 0.
 fn role_weight(v: &str) -> Option<i32> {
-    for token in v.split_ascii_whitespace() {
-        let role = token.to_ascii_lowercase();
-        let known = ARIA_ROLES.contains(&role.as_str())
-            || role.starts_with("doc-")
-            || role.starts_with("graphics-");
-        if !known {
-            continue;
-        }
-        return Some(match role.as_str() {
-            "dialog" | "alertdialog" => BOILERPLATE,
-            "navigation" | "complementary" | "contentinfo" | "banner" | "search" | "form" => LAYOUT,
-            "main" | "article" => CONTENT,
-            _ => 0,
-        });
-    }
-    None
+    let role = v
+        .split_ascii_whitespace()
+        .find_map(|t| ARIA_ROLES.iter().find(|r| r.eq_ignore_ascii_case(t)))?;
+    Some(match *role {
+        "dialog" | "alertdialog" => BOILERPLATE,
+        "navigation" | "complementary" | "contentinfo" | "banner" | "search" | "form" => LAYOUT,
+        "main" | "article" => CONTENT,
+        _ => 0,
+    })
 }
 
 /// The tag part of [`container_weight`]; `None` for elements that are not containers.

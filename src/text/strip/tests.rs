@@ -102,8 +102,7 @@ fn container_hints_mark_boilerplate() {
     let long = "the notice says that the site is committed to the access of all ".repeat(8);
     let html = format!(
         "<div class=\"post-content\"><p>the short article is about the river and the \
-         barrier that the town \
-         built</p></div><div class=\"site-popup\"><div \
+         barrier that the town built</p></div><div class=\"site-popup\"><div \
          class=\"widget-text\"><p>{long}</p></div></div><form><p>{long}</p></form>"
     );
     for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
@@ -196,10 +195,28 @@ fn aria_roles_weigh_as_their_tags() {
     assert_eq!(t("section", "banner"), Some(LAYOUT));
     assert_eq!(t("nav", "x-menu"), Some(LAYOUT));
     assert_eq!(t("dialog", "alertdialog"), Some(BOILERPLATE));
+    // a token that is no role is skipped, one that is (of any module) decides
+    assert_eq!(w("doc-bogus dialog"), Some(BOILERPLATE));
+    assert_eq!(w("doc-footnote dialog"), Some(0));
+    assert_eq!(
+        w("dialog\u{b}"),
+        Some(0),
+        "a vertical tab is not ASCII whitespace"
+    );
     // what is not rendered is no hint: streamed page parts, tab panels and accordions
-    // wait in hidden containers for a script to show them
-    for (k, v) in [("hidden", ""), ("style", "display:none")] {
-        assert_eq!(container_weight("div", [(k, v)].into_iter()), Some(0));
+    // wait in hidden containers for a script to show them, and the region is made of them
+    let parts = "<p>the council said that the new bridge would open in the spring and that \
+                 the old one was to be closed</p>"
+        .repeat(3);
+    let streamed = format!(
+        "<div><p>a short lead</p></div><div hidden id=\"S:0\">{parts}</div>\
+         <div style=\"display: none\">{parts}</div>"
+    );
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(&streamed, mode);
+        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+        assert_eq!(ctx, [0; 7], "{mode:?}");
+        assert_eq!(main_region(&s.blocks), 1..7, "{mode:?}");
     }
     // a negative hint of the role wins over a content class, as words do; a layout role
     // around most of the page is a wrapper, as a layout tag is

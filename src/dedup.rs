@@ -164,8 +164,8 @@ impl Deduplicator {
             Decision::plain(DecisionKind::Unique)
         } else {
             // with text rules 3, short pages are matched across hosts only
-            let host = (self.index.params().signature.text_rules >= 3).then(|| host_hash(page.url));
-            match self.best_match(signed, q, host)? {
+            let url = (self.index.params().signature.text_rules >= 3).then_some(page.url);
+            match self.best_match(signed, q, url)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
                     Decision {
@@ -196,13 +196,13 @@ impl Deduplicator {
         })
     }
 
-    /// The best match of a page whose informative signatures are `q`; `host` is its host's
-    /// hash when short pages are matched across hosts only ([`Deduplicator::verify`]).
+    /// The best match of a page whose informative signatures are `q`; `url` is its URL when
+    /// short pages are matched across hosts only ([`Deduplicator::verify`]).
     fn best_match(
         &mut self,
         signed: &Signed,
         q: &Signatures,
-        host: Option<u64>,
+        url: Option<&str>,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let mut cands = std::mem::take(&mut self.candidates);
         let mut best = None;
@@ -210,11 +210,11 @@ impl Deduplicator {
         if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(q, &signed.template, host, &cands)?;
+            best = self.verify(q, &signed.template, url, &cands)?;
         }
         if best.is_none() && method.has_lists() {
             self.index.list_candidates(q, &mut cands)?;
-            best = self.verify(q, &signed.template, host, &cands)?;
+            best = self.verify(q, &signed.template, url, &cands)?;
         }
         self.candidates = cands;
         Ok(best)
@@ -223,19 +223,20 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. A short page (one with a
     /// template sample) is not matched with a page of its own template
-    /// ([`crate::signature::template`]); with `host` (the page's host, text rules 3), a pair
-    /// of which either side is short is not matched within that host.
+    /// ([`crate::signature::template`]); with `url` (the page's, text rules 3), a pair of
+    /// which either side is short is not matched within the page's host.
     fn verify(
         &self,
         q: &Signatures,
         tmpl: &[u32],
-        host: Option<u64>,
+        url: Option<&str>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let (m, tau) = (self.index.params().measure, self.index.params().threshold);
         let q = q.entries();
         let mq = mass(q, m);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
+        let mut host = None;
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
                 continue; // expired since it was indexed
@@ -246,10 +247,11 @@ impl Deduplicator {
             if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
                 continue;
             }
-            if host.is_some_and(|h| {
-                (!tmpl.is_empty() || !doc.template.is_empty()) && host_hash(&doc.url) == h
-            }) {
-                continue;
+            if let Some(url) = url.filter(|_| !tmpl.is_empty() || !doc.template.is_empty()) {
+                // the page's host is hashed once, and only when a short pair needs it
+                if host_hash(&doc.url) == *host.get_or_insert_with(|| host_hash(url)) {
+                    continue;
+                }
             }
             let informative = self.index.informative(&doc.url, &doc.sigs);
             let d = informative.as_ref().unwrap_or(&doc.sigs).entries();

@@ -159,10 +159,11 @@ impl<'a> HintAttrs<'a> {
 /// `aria_roles` ([`super::StripOptions::aria_roles`]), and then replaces the tag's weight.
 pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> i32 {
     // an explicit role replaces the tag's implicit one
-    let tag = match attrs.role.filter(|_| aria_roles).and_then(role_weight) {
-        Some(role) => role,
-        None => tag,
-    };
+    let tag = attrs
+        .role
+        .filter(|_| aria_roles)
+        .and_then(role_weight)
+        .unwrap_or(tag);
     let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
     let mut hint = |w: i32| match w {
         BOILERPLATE => boilerplate = true,

@@ -54,8 +54,7 @@ struct Value {
     amp: bool,
 }
 
-/// The attributes the container hints read ([`super::hints`]), in the order of
-/// [`TagEnd::values`].
+/// The attributes the container hints read ([`super::hints`]), in the order of [`Values`].
 const HINT_ATTRS: [&str; 3] = ["class", "id", "role"];
 
 /// What a tag's attributes came to.

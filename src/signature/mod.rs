@@ -82,7 +82,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 3;
+pub const TEXT_RULES: u32 = 4;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -192,9 +192,11 @@ pub struct SignatureConfig {
     /// 1, links counted as nested and open to the end of the page when never closed, pages
     /// signed in the index language only; 2, links end where the HTML tree rules end them
     /// (a table cell is a scope) and a page the index language cannot sign is signed in its
-    /// own ([`Signer`]); 3 ([`TEXT_RULES`]), ARIA roles are container hints
+    /// own ([`Signer`]); 3, ARIA roles are container hints
     /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
-    /// a template sample) is matched across hosts only ([`crate::dedup`]). Absent from the
+    /// a template sample) is matched across hosts only ([`crate::dedup`]); 4
+    /// ([`TEXT_RULES`]), a container named a dialog that is not rendered is boilerplate
+    /// ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the
     /// stored settings of an index made before revision 2, which read as 1 and keep
     /// deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -249,7 +251,7 @@ pub enum SignatureConfigError {
     #[error("the sentence sample must keep at least 1 sentence hash (got 0)")]
     SentenceSample,
     /// An unknown revision of the text rules.
-    #[error("text-rules must be 1 or 2 (got {0})")]
+    #[error("text-rules must be 1 to {TEXT_RULES} (got {0})")]
     TextRules(u32),
 }
 
@@ -408,6 +410,7 @@ impl Signer {
                 max_bytes: config.max_page_bytes,
                 link_scopes: config.text_rules >= 2,
                 aria_roles: config.text_rules >= 3,
+                hidden_dialogs: config.text_rules >= 4,
             },
             spot: SpotParams {
                 distance: config.spot_distance,

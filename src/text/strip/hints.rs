@@ -125,7 +125,10 @@ pub fn container_weight<'a>(
     Some(weight_with(
         container_tag_weight(name)?,
         &HintAttrs::of(attrs),
-        true,
+        HintRules {
+            aria_roles: true,
+            hidden_dialogs: true,
+        },
     ))
 }
 
@@ -136,6 +139,19 @@ pub(super) struct HintAttrs<'a> {
     pub class: Option<&'a str>,
     pub id: Option<&'a str>,
     pub role: Option<&'a str>,
+    /// The inline style (read for [`HintRules::hidden_dialogs`]).
+    pub style: Option<&'a str>,
+    /// The `hidden` attribute is present.
+    pub hidden: bool,
+}
+
+/// Which hints count beyond tags and class and id words (the text rules' revision).
+#[derive(Clone, Copy, Default)]
+pub(super) struct HintRules {
+    /// [`super::StripOptions::aria_roles`].
+    pub aria_roles: bool,
+    /// [`super::StripOptions::hidden_dialogs`].
+    pub hidden_dialogs: bool,
 }
 
 impl<'a> HintAttrs<'a> {
@@ -147,6 +163,11 @@ impl<'a> HintAttrs<'a> {
                 "class" => &mut h.class,
                 "id" => &mut h.id,
                 "role" => &mut h.role,
+                "style" => &mut h.style,
+                "hidden" => {
+                    h.hidden = true;
+                    continue;
+                }
                 _ => continue,
             };
             slot.get_or_insert(v);
@@ -157,11 +178,11 @@ impl<'a> HintAttrs<'a> {
 
 /// [`container_weight`] of a container whose tag weighs `tag`; its role counts only with
 /// `aria_roles` ([`super::StripOptions::aria_roles`]), and then replaces the tag's weight.
-pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> i32 {
+pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, rules: HintRules) -> i32 {
     // an explicit role replaces the tag's implicit one
     let tag = attrs
         .role
-        .filter(|_| aria_roles)
+        .filter(|_| rules.aria_roles)
         .and_then(role_weight)
         .unwrap_or(tag);
     let (mut pos, mut layout, mut boilerplate) = (tag > 0, tag == LAYOUT, tag == BOILERPLATE);
@@ -171,6 +192,7 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
         CONTENT => pos = true,
         _ => {}
     };
+    let mut dialog = false;
     for v in [attrs.class, attrs.id].into_iter().flatten() {
         for word in v
             .as_bytes()
@@ -178,7 +200,12 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
             .filter(|w| (2..=16).contains(&w.len()))
         {
             hint(word_hint(word));
+            dialog |= names_a_dialog(word);
         }
+    }
+    // a container named a dialog that is not rendered is one a script opens
+    if dialog && rules.hidden_dialogs && (attrs.hidden || attrs.style.is_some_and(displays_none)) {
+        boilerplate = true;
     }
     if boilerplate {
         BOILERPLATE
@@ -187,6 +214,45 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, aria_roles: bool) -> 
     } else {
         pos as i32 * CONTENT
     }
+}
+
+/// Whether a class or id word is `dialog`, or `dialog` and a number (`dialog2`).
+fn names_a_dialog(word: &[u8]) -> bool {
+    let stem = word.trim_ascii_end();
+    let digits = stem.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    stem[..stem.len() - digits].eq_ignore_ascii_case(b"dialog")
+}
+
+/// Whether an inline style declares `display: none` (ASCII case-insensitive, spaces and
+/// `!important` allowed; a property whose name only ends in `display` does not count).
+fn displays_none(style: &str) -> bool {
+    const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
+    let b = style.as_bytes();
+    memchr::memchr2_iter(b'd', b'D', b).any(|start| {
+        if !b
+            .get(start..start + 7)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"display"))
+            || (start > 0
+                && !matches!(
+                    b[start - 1],
+                    b';' | b'{' | b' ' | b'\t' | b'\n' | b'\r' | 0x0C
+                ))
+        {
+            return false;
+        }
+        let Some(value) = style[start + 7..]
+            .trim_start_matches(SPACE)
+            .strip_prefix(':')
+        else {
+            return false;
+        };
+        let value = value.trim_start_matches(SPACE).as_bytes();
+        value.len() >= 4
+            && value[..4].eq_ignore_ascii_case(b"none")
+            && value
+                .get(4)
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')))
+    })
 }
 
 /// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), of its digital

@@ -150,6 +150,20 @@ pub struct StripOptions {
     /// `dialog`, `role="navigation"` as a `nav`, …). Off: tags and class and id words only,
     /// as revisions 1 and 2 of the text rules had it.
     pub aria_roles: bool,
+    /// A container named a dialog (a class or id word `dialog`, `dialog2`, …) that is not
+    /// rendered (the `hidden` attribute, an inline `display: none`) is boilerplate: a
+    /// dialog a script opens. Off: as revisions 1 to 3 of the text rules had it.
+    pub hidden_dialogs: bool,
+}
+
+impl StripOptions {
+    /// The hints that count ([`hints::HintRules`]).
+    fn hint_rules(&self) -> hints::HintRules {
+        hints::HintRules {
+            aria_roles: self.aria_roles,
+            hidden_dialogs: self.hidden_dialogs,
+        }
+    }
 }
 
 impl Default for StripOptions {
@@ -159,6 +173,7 @@ impl Default for StripOptions {
             max_bytes: 16 * 1024 * 1024,
             link_scopes: true,
             aria_roles: true,
+            hidden_dialogs: true,
         }
     }
 }
@@ -170,7 +185,7 @@ pub fn strip(html: &str, opts: &StripOptions) -> Stripped {
     let mut out = match opts.mode {
         StripMode::Bytes => scan::strip(&input, opts),
         StripMode::Tokens => oracle::strip(&input, opts),
-        StripMode::Tree => tree::strip(&input, opts.aria_roles),
+        StripMode::Tree => tree::strip(&input, opts.hint_rules()),
     };
     out.truncated = truncated;
     out

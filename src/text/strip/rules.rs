@@ -4,7 +4,7 @@
 //! `script`, `style`, `title`, …), so both tokenizers split the input the same way.
 
 use super::builder::Builder;
-use super::hints::{container_tag_weight, weight_with, HintAttrs};
+use super::hints::{container_tag_weight, weight_with, HintAttrs, HintRules};
 use super::{BlockKind, StripOptions, Stripped};
 
 /// How an element affects text extraction.
@@ -177,8 +177,8 @@ pub(super) struct Rules {
     in_head: bool,
     links: Links,
     containers: Containers,
-    /// [`StripOptions::aria_roles`].
-    aria_roles: bool,
+    /// The hints that count ([`StripOptions::hint_rules`]).
+    hint_rules: HintRules,
 }
 
 /// Whether text is link text, as the HTML tree-building rules place `<a>` elements: links
@@ -267,7 +267,7 @@ impl Rules {
                 scopes: opts.link_scopes,
                 ..Links::default()
             },
-            aria_roles: opts.aria_roles,
+            hint_rules: opts.hint_rules(),
             ..Rules::default()
         }
     }
@@ -316,7 +316,7 @@ impl Rules {
         if let (false, Some(tag)) = (self_closing, info.container) {
             self.containers.open(
                 info.name,
-                weight_with(tag, attrs, self.aria_roles),
+                weight_with(tag, attrs, self.hint_rules),
                 &mut self.b,
             );
         }

@@ -55,7 +55,7 @@ struct Value {
 }
 
 /// The attributes the container hints read ([`super::hints`]), in the order of [`Values`].
-const HINT_ATTRS: [&str; 3] = ["class", "id", "role"];
+const HINT_ATTRS: [&str; 5] = ["class", "id", "role", "style", "hidden"];
 
 /// What a tag's attributes came to.
 struct TagEnd {
@@ -65,7 +65,7 @@ struct TagEnd {
 }
 
 /// The first value of each of [`HINT_ATTRS`] in a tag.
-type Values = [Option<Value>; 3];
+type Values = [Option<Value>; 5];
 
 struct Scanner<'a> {
     src: &'a str,
@@ -73,7 +73,7 @@ struct Scanner<'a> {
     /// A tag name that needed lowercasing.
     name: String,
     /// Decoded hint attribute values (only when they hold a reference), as in [`Values`].
-    decoded: [String; 3],
+    decoded: [String; 4],
 }
 
 impl<'a> Scanner<'a> {
@@ -194,7 +194,7 @@ impl<'a> Scanner<'a> {
         let n = b.len();
         let info = tag_info(name);
         let want = !end_tag && info.container.is_some();
-        let mut values: Values = [None; 3];
+        let mut values: Values = [None; 5];
         let Some(t) = attributes(b, i, want.then_some(&mut values)) else {
             return n;
         };
@@ -203,9 +203,17 @@ impl<'a> Scanner<'a> {
             return t.end;
         }
         let src = self.src;
-        let mut attrs = HintAttrs::default();
+        let mut attrs = HintAttrs {
+            hidden: values[4].is_some(),
+            ..HintAttrs::default()
+        };
         if want {
-            let slots = [&mut attrs.class, &mut attrs.id, &mut attrs.role];
+            let slots = [
+                &mut attrs.class,
+                &mut attrs.id,
+                &mut attrs.role,
+                &mut attrs.style,
+            ];
             for ((v, out), slot) in values.iter().zip(&mut self.decoded).zip(slots) {
                 if let Some(v) = v {
                     *slot = Some(if v.amp {
@@ -511,9 +519,11 @@ fn attributes(b: &[u8], mut i: usize, mut values: Option<&mut Values>) -> Option
         };
         // most attributes are none of these: one length test rejects them
         let k = match name.len() {
-            5 => 0,
             2 => 1,
             4 => 2,
+            5 if (name[0] | 0x20) == b'c' => 0,
+            5 => 3,
+            6 => 4,
             _ => return 0,
         };
         if values[k].is_none() && name.eq_ignore_ascii_case(HINT_ATTRS[k].as_bytes()) {

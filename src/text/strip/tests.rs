@@ -137,6 +137,33 @@ fn container_hints_mark_boilerplate() {
     assert_eq!(container_weight("b", std::iter::empty()), None);
 }
 
+/// Checks, in every strip path, that the three blocks after the first of `html` (a short
+/// article) count against the region with the default options and the article alone is
+/// the region, and that with the options `before` gives (a rule off) they are plain blocks
+/// and the region takes in the one starting with `prefix`.
+fn assert_hint_leaves_the_article(
+    html: &str,
+    before: impl Fn(StripMode) -> StripOptions,
+    prefix: &str,
+) {
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(html, mode);
+        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+        assert_eq!(ctx, [0, -1, -1, -1], "{mode:?}");
+        assert_eq!(main_region(&s.blocks), 0..1, "{mode:?}");
+        let old = strip(html, &before(mode));
+        let ctx: Vec<i32> = old.blocks.iter().map(|b| b.context).collect();
+        assert_eq!(ctx, [0, 0, 0, 0], "{mode:?}");
+        let r = main_region(&old.blocks);
+        assert!(
+            old.blocks[r]
+                .iter()
+                .any(|b| old.block_text(b).starts_with(prefix)),
+            "{mode:?}"
+        );
+    }
+}
+
 #[test]
 fn aria_roles_weigh_as_their_tags() {
     // a page whose article is short and whose consent banner, a `div` with the dialog role
@@ -152,29 +179,15 @@ fn aria_roles_weigh_as_their_tags() {
          <div role=\"x-site navigation\"><p>the links of the site and the pages of \
          the news</p></div>"
     );
-    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
-        let s = strip_in(&html, mode);
-        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
-        assert_eq!(ctx, [0, -1, -1, -1], "{mode:?}");
-        assert_eq!(main_region(&s.blocks), 0..1, "{mode:?}");
-        let old = strip(
-            &html,
-            &StripOptions {
-                mode,
-                aria_roles: false,
-                ..Default::default()
-            },
-        );
-        let ctx: Vec<i32> = old.blocks.iter().map(|b| b.context).collect();
-        assert_eq!(ctx, [0, 0, 0, 0], "{mode:?}");
-        let r = main_region(&old.blocks);
-        assert!(
-            old.blocks[r]
-                .iter()
-                .any(|b| old.block_text(b).starts_with("we use cookies")),
-            "{mode:?}"
-        );
-    }
+    assert_hint_leaves_the_article(
+        &html,
+        |mode| StripOptions {
+            mode,
+            aria_roles: false,
+            ..Default::default()
+        },
+        "we use cookies",
+    );
     let w = |role: &'static str| container_weight("div", [("role", role)].into_iter());
     assert_eq!(w("alertdialog"), Some(BOILERPLATE));
     assert_eq!(w("Dialog"), Some(BOILERPLATE));
@@ -238,6 +251,73 @@ fn aria_roles_weigh_as_their_tags() {
         assert_eq!(ctx, [0, 0, 0, 0, 0, 0, -1], "{mode:?}");
         assert_eq!(main_region(&s.blocks), 0..6, "{mode:?}");
     }
+}
+
+#[test]
+fn hidden_dialogs_are_boilerplate() {
+    // a page whose article is short, with the notices of its comment form in two dialogs a
+    // script opens (named `dialog` and `dialog1`, not rendered until then): text rules 4
+    // leave them out of the region, text rules 3 took them in
+    let notice = "if you are asking for a certain plugin or are having a problem with the \
+                  tutorial please check the forum for an answer and start a new topic"
+        .repeat(3);
+    let html = format!(
+        "<div><p>the short article is about the river and the barrier that the town \
+         built</p></div><div id=\"dialog\" style=\"display:none\" title=\"A question\">\
+         <p>{notice}</p></div><div ID=\"Dialog1\" hidden><p>{notice} again</p></div>\
+         <div class=\"ui dialog-2\" style=\"color: red; DISPLAY : None !important\">\
+         <p>{notice} and more</p></div>"
+    );
+    assert_hint_leaves_the_article(
+        &html,
+        |mode| StripOptions {
+            mode,
+            hidden_dialogs: false,
+            ..Default::default()
+        },
+        "if you are asking",
+    );
+    // a dialog that is rendered, a page wrapper whose name only starts with `dialog`, and a
+    // hidden container named otherwise (a streamed page part, a tab panel) are no hint
+    let w = |attrs: &[(&'static str, &'static str)]| container_weight("div", attrs.iter().copied());
+    assert_eq!(w(&[("id", "dialog")]), Some(0));
+    assert_eq!(w(&[("id", "dialog"), ("style", "display: block")]), Some(0));
+    assert_eq!(
+        w(&[("id", "dialog"), ("style", "display: nonesuch")]),
+        Some(0)
+    );
+    assert_eq!(
+        w(&[("id", "dialog"), ("style", "x-display: none")]),
+        Some(0)
+    );
+    assert_eq!(
+        w(&[("class", "dialog-off-canvas-main-canvas")]),
+        Some(CONTENT),
+        "a page wrapper (its word `main`)"
+    );
+    assert_eq!(w(&[("class", "dialogue"), ("hidden", "")]), Some(0));
+    assert_eq!(w(&[("id", "S:0"), ("hidden", "")]), Some(0));
+    assert_eq!(
+        w(&[("class", "tab-panel"), ("style", "display:none")]),
+        Some(0)
+    );
+    assert_eq!(w(&[("id", "dialog"), ("hidden", "")]), Some(BOILERPLATE));
+    assert_eq!(
+        w(&[
+            ("class", "ui-dialog2 fade"),
+            ("style", "top:0;display:none")
+        ]),
+        Some(BOILERPLATE)
+    );
+    assert_eq!(
+        w(&[
+            ("class", "content"),
+            ("id", "dialog"),
+            ("style", "display:none")
+        ]),
+        Some(BOILERPLATE),
+        "a negative hint wins over a content word"
+    );
 }
 
 #[test]

@@ -3,11 +3,11 @@
 //! walked without recursion.
 
 use super::builder::Builder;
-use super::hints::{container_tag_weight, weight_with, HintAttrs};
+use super::hints::{container_tag_weight, weight_with, HintAttrs, HintRules};
 use super::rules::{role, Role};
 use super::{BlockKind, Stripped};
 
-pub(super) fn strip(html: &str, aria_roles: bool) -> Stripped {
+pub(super) fn strip(html: &str, rules: HintRules) -> Stripped {
     use ego_tree::iter::Edge;
     use scraper::Node;
 
@@ -23,9 +23,8 @@ pub(super) fn strip(html: &str, aria_roles: bool) -> Stripped {
                 Node::Element(el) => {
                     b.tags += 1;
                     // the tree pairs every open with a close
-                    let hint = container_tag_weight(el.name()).map_or(0, |tag| {
-                        weight_with(tag, &HintAttrs::of(el.attrs()), aria_roles)
-                    });
+                    let hint = container_tag_weight(el.name())
+                        .map_or(0, |tag| weight_with(tag, &HintAttrs::of(el.attrs()), rules));
                     b.enter(hint);
                     let r = role(el.name());
                     if hidden_depth > 0 || r == Role::Hidden {

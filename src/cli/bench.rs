@@ -243,10 +243,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     }
     let bytes_opts = StripOptions {
         mode: StripMode::Bytes,
-        max_bytes: params.signature.max_page_bytes,
-        link_scopes: params.signature.text_rules >= 2,
-        aria_roles: params.signature.text_rules >= 3,
-        hidden_dialogs: params.signature.text_rules >= 4,
+        ..params.signature.strip_options()
     };
     let tokens_opts = StripOptions {
         mode: StripMode::Tokens,

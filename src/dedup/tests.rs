@@ -1,6 +1,6 @@
 use super::*;
 use crate::index::{DecisionKind, Found, Index, IndexParams, Method};
-use crate::signature::Family;
+use crate::signature::{Family, TEXT_RULES};
 
 const RIVER: &str = include_str!("../../tests/data/story-river.html");
 const RIVER_B: &str = include_str!("../../tests/data/story-river-other-template.html");
@@ -345,7 +345,7 @@ fn short_pages_match_other_hosts_only() {
     };
     type Step = (&'static str, &'static str, Signed, Option<&'static str>);
     for method in [Method::Spotsigs, Method::Chain] {
-        for text_rules in [3, 2] {
+        for text_rules in [TEXT_RULES, 3, 2] {
             let same_host = |canonical: &'static str| (text_rules < 3).then_some(canonical);
             // the short page first: another page of its site in another layout, signed
             // whole or by its region, is not its copy; a page of another host is

@@ -196,7 +196,7 @@ pub struct SignatureConfig {
     /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
     /// a template sample) is matched across hosts only ([`crate::dedup`]); 4
     /// ([`TEXT_RULES`]), a container named a dialog that is not rendered is boilerplate
-    /// ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the
+    /// unless it holds most of the page ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the
     /// stored settings of an index made before revision 2, which read as 1 and keep
     /// deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -256,6 +256,18 @@ pub enum SignatureConfigError {
 }
 
 impl SignatureConfig {
+    /// How pages are stripped: the configured path and size limit, and the rules of the
+    /// revision of the text rules ([`SignatureConfig::text_rules`]).
+    pub fn strip_options(&self) -> StripOptions {
+        StripOptions {
+            mode: self.strip,
+            max_bytes: self.max_page_bytes,
+            link_scopes: self.text_rules >= 2,
+            aria_roles: self.text_rules >= 3,
+            hidden_dialogs: self.text_rules >= 4,
+        }
+    }
+
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), SignatureConfigError> {
         if self.spot_distance == 0 || self.chain_len == 0 {
@@ -405,13 +417,7 @@ impl Signer {
         Ok(Signer {
             config: config.clone(),
             tokenizer: Tokenizer::new(lists, lang, config.stem),
-            strip: StripOptions {
-                mode: config.strip,
-                max_bytes: config.max_page_bytes,
-                link_scopes: config.text_rules >= 2,
-                aria_roles: config.text_rules >= 3,
-                hidden_dialogs: config.text_rules >= 4,
-            },
+            strip: config.strip_options(),
             spot: SpotParams {
                 distance: config.spot_distance,
                 chain: config.chain_len,

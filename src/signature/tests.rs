@@ -508,3 +508,44 @@ fn plain_text_in_another_language_is_signed_as_its_page() {
     })
     .is_err());
 }
+
+#[test]
+fn each_revision_of_the_text_rules_strips_as_it_did() {
+    for r in 1..=TEXT_RULES {
+        let config = SignatureConfig {
+            text_rules: r,
+            ..SignatureConfig::default()
+        };
+        let o = Signer::new(&config).unwrap().strip;
+        assert_eq!(
+            (o.link_scopes, o.aria_roles, o.hidden_dialogs),
+            (r >= 2, r >= 3, r >= 4),
+            "text rules {r}"
+        );
+        assert_eq!(o.mode, config.strip);
+        assert_eq!(o.max_bytes, config.max_page_bytes);
+    }
+    // a page whose prose is an article and a comment form's notice in a dialog a script
+    // opens (a smaller part of the page: one holding most of it would be a wrapper): at
+    // revision 4 the article alone is signed, at 3 the notice was too
+    let article = "<p>the council said on monday that the new bridge over the river would \
+                   open in the spring and that the old one was to be closed for a year</p>"
+        .repeat(4);
+    let notice = "<p>if you are asking for a certain plugin or are having a problem with \
+                  the tutorial please check the forum for an answer before you post</p>"
+        .repeat(2);
+    let html =
+        format!("<div>{article}</div><div id=\"dialog\" style=\"display:none\">{notice}</div>");
+    let strings = |r: u32| {
+        Signer::new(&SignatureConfig {
+            text_rules: r,
+            ..SignatureConfig::default()
+        })
+        .unwrap()
+        .signature_strings(&html)
+    };
+    let (now, before) = (strings(TEXT_RULES), strings(3));
+    assert!(now.iter().any(|s| s.contains("bridg")), "{now:?}");
+    assert!(!now.iter().any(|s| s.contains("forum")), "{now:?}");
+    assert!(before.iter().any(|s| s.contains("forum")), "{before:?}");
+}

@@ -1,5 +1,6 @@
-//! Container hints: what an element's tag, its ARIA role and its class and id words say of
-//! the text inside it (boilerplate, page layout, content).
+//! Container hints: what an element's tag, its ARIA role, its class and id words and
+//! whether it is rendered (`hidden`, an inline `display: none`) say of the text inside it
+//! (boilerplate, page layout, content).
 
 /// Hint of a boilerplate container ([`container_weight`]).
 pub const BOILERPLATE: i32 = -2;
@@ -115,9 +116,11 @@ const fn first_letters() -> [u32; 17] {
 /// [`LAYOUT`] for `nav`, `aside`, `footer`, `form`, a landmark role of the page's layout
 /// ([`role_weight`]) or a layout word (footer, sidebar, menu, …), else [`CONTENT`] for
 /// `article`, `main`, their roles or a content word (article, content, post, …), else 0.
-/// Negative hints win over positive ones (`comments-body` is boilerplate). Returns `None`
-/// for elements that are not containers. Roles count as in text rules 3 (the stripper
-/// reads them only with [`super::StripOptions::aria_roles`]).
+/// Negative hints win over positive ones (`comments-body` is boilerplate). A container
+/// named a dialog that is not rendered weighs as layout (boilerplate unless it holds most
+/// of the page). Returns `None` for elements that are not containers. Roles and hidden
+/// dialogs count as in text rules 4 (the stripper reads them only with
+/// [`super::StripOptions::aria_roles`] and [`super::StripOptions::hidden_dialogs`]).
 pub fn container_weight<'a>(
     name: &str,
     attrs: impl Iterator<Item = (&'a str, &'a str)>,
@@ -203,9 +206,11 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, rules: HintRules) -> 
             dialog |= names_a_dialog(word);
         }
     }
-    // a container named a dialog that is not rendered is one a script opens
+    // a container named a dialog that is not rendered is one a script opens; around most
+    // of the page it is a wrapper (shown when the page is ready), which is why it weighs as
+    // layout does: boilerplate unless it holds most of the page
     if dialog && rules.hidden_dialogs && (attrs.hidden || attrs.style.is_some_and(displays_none)) {
-        boilerplate = true;
+        layout = true;
     }
     if boilerplate {
         BOILERPLATE
@@ -218,41 +223,32 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, rules: HintRules) -> 
 
 /// Whether a class or id word is `dialog`, or `dialog` and a number (`dialog2`).
 fn names_a_dialog(word: &[u8]) -> bool {
-    let stem = word.trim_ascii_end();
-    let digits = stem.iter().rev().take_while(|c| c.is_ascii_digit()).count();
-    stem[..stem.len() - digits].eq_ignore_ascii_case(b"dialog")
+    let digits = word.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    word[..word.len() - digits].eq_ignore_ascii_case(b"dialog")
 }
 
-/// Whether an inline style declares `display: none` (ASCII case-insensitive, spaces and
-/// `!important` allowed; a property whose name only ends in `display` does not count).
+/// Whether an inline style's last `display` declaration is `none` (names and values ASCII
+/// case-insensitive, spaces and `!important` allowed; a property whose name only ends in
+/// `display` does not count, nor a value that only starts with `none`). Declarations are
+/// split at `;`: comments and quoted strings holding one are not read as CSS reads them.
 fn displays_none(style: &str) -> bool {
     const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
-    let b = style.as_bytes();
-    memchr::memchr2_iter(b'd', b'D', b).any(|start| {
-        if !b
-            .get(start..start + 7)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"display"))
-            || (start > 0
-                && !matches!(
-                    b[start - 1],
-                    b';' | b'{' | b' ' | b'\t' | b'\n' | b'\r' | 0x0C
-                ))
-        {
-            return false;
-        }
-        let Some(value) = style[start + 7..]
-            .trim_start_matches(SPACE)
-            .strip_prefix(':')
-        else {
-            return false;
+    let mut none = false;
+    for decl in style.split(';') {
+        let Some((name, value)) = decl.split_once(':') else {
+            continue;
         };
+        if !name.trim_matches(SPACE).eq_ignore_ascii_case("display") {
+            continue;
+        }
         let value = value.trim_start_matches(SPACE).as_bytes();
-        value.len() >= 4
+        none = value.len() >= 4
             && value[..4].eq_ignore_ascii_case(b"none")
-            && value
-                .get(4)
-                .is_none_or(|c| !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_')))
-    })
+            && value.get(4).is_none_or(|&c| {
+                !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_') || c >= 0x80)
+            });
+    }
+    none
 }
 
 /// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), of its digital

@@ -5,8 +5,9 @@
 //! `template`, `svg`, `math`, `iframe` and `head` (except `<title>`):
 //!
 //! - [`StripMode::Bytes`] (default, `scan`): one pass over the bytes that tokenizes as the
-//!   HTML standard does, skipping hidden text with `memchr` and reading only the class and
-//!   id of container elements. No tree, no token values; linear in the input.
+//!   HTML standard does, skipping hidden text with `memchr` and reading only the hint
+//!   attributes of container elements (class, id, role, style, hidden). No tree, no token
+//!   values; linear in the input.
 //! - [`StripMode::Tokens`] (`oracle`): html5ever's tokenizer, the reference the byte
 //!   scanner is tested against (`tests/strip_differential.rs`).
 //! - [`StripMode::Tree`] (`tree`): `scraper` parses the document into a tree (the HTML5
@@ -151,8 +152,10 @@ pub struct StripOptions {
     /// as revisions 1 and 2 of the text rules had it.
     pub aria_roles: bool,
     /// A container named a dialog (a class or id word `dialog`, `dialog2`, …) that is not
-    /// rendered (the `hidden` attribute, an inline `display: none`) is boilerplate: a
-    /// dialog a script opens. Off: as revisions 1 to 3 of the text rules had it.
+    /// rendered (the `hidden` attribute, an inline `display: none`) is a dialog a script
+    /// opens, and weighs as a layout container: boilerplate unless it holds most of the
+    /// page (then it is a wrapper shown when the page is ready). Off: as revisions 1 to 3
+    /// of the text rules had it.
     pub hidden_dialogs: bool,
 }
 

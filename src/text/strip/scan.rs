@@ -2,8 +2,8 @@
 //! tokenizer does (tags and their attributes, comments, doctypes, bogus comments, raw text
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
-//! with `memchr`, only the class, id and role of container elements are read, and visible
-//! text is handed on as slices of the input.
+//! with `memchr`, only the hint attributes of container elements are read (class, id, role,
+//! style, hidden), and visible text is handed on as slices of the input.
 
 use memchr::{memchr, memchr2, memchr3};
 
@@ -72,7 +72,8 @@ struct Scanner<'a> {
     rules: Rules,
     /// A tag name that needed lowercasing.
     name: String,
-    /// Decoded hint attribute values (only when they hold a reference), as in [`Values`].
+    /// Decoded hint attribute values (only when they hold a reference), the first four of
+    /// [`Values`] (the value of `hidden` is never read).
     decoded: [String; 4],
 }
 

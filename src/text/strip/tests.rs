@@ -277,8 +277,8 @@ fn hidden_dialogs_are_boilerplate() {
         },
         "if you are asking",
     );
-    // a dialog that is rendered, a page wrapper whose name only starts with `dialog`, and a
-    // hidden container named otherwise (a streamed page part, a tab panel) are no hint
+    // a dialog that is rendered, a word that only starts with `dialog`, and a hidden
+    // container named otherwise (a streamed page part, a tab panel) are no hint
     let w = |attrs: &[(&'static str, &'static str)]| container_weight("div", attrs.iter().copied());
     assert_eq!(w(&[("id", "dialog")]), Some(0));
     assert_eq!(w(&[("id", "dialog"), ("style", "display: block")]), Some(0));
@@ -287,27 +287,41 @@ fn hidden_dialogs_are_boilerplate() {
         Some(0)
     );
     assert_eq!(
+        w(&[("id", "dialog"), ("style", "display: none\u{e9}")]),
+        Some(0)
+    );
+    assert_eq!(
         w(&[("id", "dialog"), ("style", "x-display: none")]),
         Some(0)
     );
     assert_eq!(
-        w(&[("class", "dialog-off-canvas-main-canvas")]),
-        Some(CONTENT),
-        "a page wrapper (its word `main`)"
+        w(&[("id", "dialog"), ("style", "transition: display 1s")]),
+        Some(0)
     );
-    assert_eq!(w(&[("class", "dialogue"), ("hidden", "")]), Some(0));
+    assert_eq!(
+        w(&[("id", "dialog"), ("style", "display:none;display:block")]),
+        Some(0),
+        "the last declaration wins"
+    );
+    assert_eq!(w(&[("class", "dialogue dialogs"), ("hidden", "")]), Some(0));
+    assert_eq!(w(&[("class", "x 12"), ("hidden", "")]), Some(0));
     assert_eq!(w(&[("id", "S:0"), ("hidden", "")]), Some(0));
     assert_eq!(
         w(&[("class", "tab-panel"), ("style", "display:none")]),
         Some(0)
     );
-    assert_eq!(w(&[("id", "dialog"), ("hidden", "")]), Some(BOILERPLATE));
+    // named a dialog and not rendered: layout (boilerplate unless it holds most of the page)
+    assert_eq!(w(&[("id", "dialog"), ("hidden", "")]), Some(LAYOUT));
+    assert_eq!(
+        w(&[("id", "dialog"), ("style", "display:block;display:none;")]),
+        Some(LAYOUT)
+    );
     assert_eq!(
         w(&[
             ("class", "ui-dialog2 fade"),
             ("style", "top:0;display:none")
         ]),
-        Some(BOILERPLATE)
+        Some(LAYOUT)
     );
     assert_eq!(
         w(&[
@@ -315,9 +329,37 @@ fn hidden_dialogs_are_boilerplate() {
             ("id", "dialog"),
             ("style", "display:none")
         ]),
-        Some(BOILERPLATE),
+        Some(LAYOUT),
         "a negative hint wins over a content word"
     );
+    assert_eq!(
+        w(&[("class", "dialog-off-canvas-main-canvas")]),
+        Some(CONTENT),
+        "a page wrapper, rendered (its word `main`)"
+    );
+    assert_eq!(
+        w(&[("class", "dialog-off-canvas-main-canvas"), ("hidden", "")]),
+        Some(LAYOUT)
+    );
+    // in every strip path: a hidden page wrapper named so holds the article (a wrapper, as
+    // a layout container around most of the page is); the first of a repeated attribute
+    // counts, a character reference in a style is decoded, an end tag's attributes are none
+    let article = "<p>the council said that the new bridge would open in the spring and that \
+                   the old one was to be closed</p>"
+        .repeat(12);
+    let wrapped = format!(
+        "<div class=\"dialog-off-canvas-main-canvas\" hidden>{article}</div>\
+         <div id=dialog style=\"display&#58;none\"><p>{notice}</p></div>\
+         <div id=dialog style=display:block style=display:none><p>{notice} shown</p></div\
+         hidden>"
+    );
+    for mode in [StripMode::Bytes, StripMode::Tokens, StripMode::Tree] {
+        let s = strip_in(&wrapped, mode);
+        let ctx: Vec<i32> = s.blocks.iter().map(|b| b.context).collect();
+        let want: Vec<i32> = [0; 12].into_iter().chain([-1, 0]).collect();
+        assert_eq!(ctx, want, "{mode:?}");
+        assert_eq!(main_region(&s.blocks), 0..12, "{mode:?}");
+    }
 }
 
 #[test]

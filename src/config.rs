@@ -89,9 +89,10 @@ pub struct SignatureOptions {
     #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
     pub sentence_sample: Option<u32>,
     /// Revision of the text rules: 4 (a container named a dialog that is not rendered counts
-    /// against the main region), 3 (ARIA roles are container hints; a short page matches across hosts
-    /// only), 2 (link scopes of the HTML tree rules, pages in other languages signed in
-    /// their language) or 1 (as indexes made before them, which read as 1) [default: 4]
+    /// against the main region), 3 (ARIA roles are container hints; a short page matches
+    /// across hosts only), 2 (link scopes of the HTML tree rules, pages in other languages
+    /// signed in their language) or 1 (as indexes made before them, which read as 1)
+    /// [default: 4]
     #[arg(long, env = "NEARDUP_TEXT_RULES")]
     pub text_rules: Option<u32>,
 }

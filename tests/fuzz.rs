@@ -131,6 +131,8 @@ const TOKENS: &[&[u8]] = &[
     b"<div style=display:none style=display:block id=dialog>",
     b"<div hid\0den id=dialog sty\0le=display:none>",
     b"<td class=dialog style=\"color:red;display:\tnone\">",
+    b"<div id=dialog style=\"display:none\0\">",
+    b"<div id=dialog style='display:none\xc3\xa9'>",
     b"<![CDATA[",
     b"<p>",
     b"\n",

@@ -195,10 +195,10 @@ pub struct SignatureConfig {
     /// own ([`Signer`]); 3, ARIA roles are container hints
     /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
     /// a template sample) is matched across hosts only ([`crate::dedup`]); 4
-    /// ([`TEXT_RULES`]), a container named a dialog that is not rendered is boilerplate
-    /// unless it holds most of the page ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the
-    /// stored settings of an index made before revision 2, which read as 1 and keep
-    /// deciding as they did.
+    /// ([`TEXT_RULES`]), a container named a dialog that is not rendered weighs as layout:
+    /// it counts against the region unless it holds most of the page
+    /// ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the stored settings of
+    /// an index made before revision 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
 }

@@ -229,8 +229,10 @@ fn names_a_dialog(word: &[u8]) -> bool {
 
 /// Whether an inline style's last `display` declaration is `none` (names and values ASCII
 /// case-insensitive, spaces and `!important` allowed; a property whose name only ends in
-/// `display` does not count, nor a value that only starts with `none`). Declarations are
-/// split at `;`: comments and quoted strings holding one are not read as CSS reads them.
+/// `display` does not count, nor a `none` followed by a name character, which makes
+/// another word: a letter, a digit, `-`, `_`, a non-ASCII character, or NUL, which the
+/// HTML tokenizer turns into U+FFFD). Declarations are split at `;`: comments and quoted
+/// strings holding one are not read as CSS reads them.
 fn displays_none(style: &str) -> bool {
     const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
     let mut none = false;
@@ -245,7 +247,7 @@ fn displays_none(style: &str) -> bool {
         none = value.len() >= 4
             && value[..4].eq_ignore_ascii_case(b"none")
             && value.get(4).is_none_or(|&c| {
-                !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_') || c >= 0x80)
+                !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | 0) || c >= 0x80)
             });
     }
     none

@@ -5,7 +5,7 @@
 //! `template`, `svg`, `math`, `iframe` and `head` (except `<title>`):
 //!
 //! - [`StripMode::Bytes`] (default, `scan`): one pass over the bytes that tokenizes as the
-//!   HTML standard does, skipping hidden text with `memchr` and reading only the hint
+//!   HTML standard does, skipping hidden text with a byte search and reading only the hint
 //!   attributes of container elements (class, id, role, style, hidden). No tree, no token
 //!   values; linear in the input.
 //! - [`StripMode::Tokens`] (`oracle`): html5ever's tokenizer, the reference the byte

@@ -259,8 +259,8 @@ impl Links {
 }
 
 impl Rules {
-    /// Rules with or without link scopes ([`Links`]) and the hints of ARIA roles
-    /// ([`StripOptions`]).
+    /// Rules with or without link scopes ([`Links`]), the hints of ARIA roles and those of
+    /// hidden dialogs ([`StripOptions`]).
     pub(super) fn new(opts: &StripOptions) -> Rules {
         Rules {
             links: Links {

@@ -2,7 +2,7 @@
 //! tokenizer does (tags and their attributes, comments, doctypes, bogus comments, raw text
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
-//! with `memchr`, only the hint attributes of container elements are read (class, id, role,
+//! with a byte search, only the hint attributes of container elements are read (class, id, role,
 //! style, hidden), and visible text is handed on as slices of the input.
 
 use memchr::{memchr, memchr2, memchr3};

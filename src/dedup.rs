@@ -221,10 +221,10 @@ impl Deduplicator {
     }
 
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
-    /// sides are compared on their informative signatures. A short page (one with a
-    /// template sample) is not matched with a page of its own template
-    /// ([`crate::signature::template`]); with `url` (the page's, text rules 3), a pair of
-    /// which either side is short is not matched within the page's host.
+    /// sides are compared on their informative signatures. Pairs [`kept_apart`] are not
+    /// matched: a short page (one with a template sample) with a page of its own template,
+    /// and, with `url` (the page's, text rules 3), a pair of which either side is short
+    /// within the page's host.
     fn verify(
         &self,
         q: &Signatures,
@@ -236,7 +236,9 @@ impl Deduplicator {
         let q = q.entries();
         let mq = mass(q, m);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
-        let mut host = None;
+        // the page's host is hashed once, and only when a short pair needs it
+        let mut hashed = None;
+        let mut host = || url.map(|u| *hashed.get_or_insert_with(|| host_hash(u)));
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
                 continue; // expired since it was indexed
@@ -244,14 +246,8 @@ impl Deduplicator {
             if doc.decision.kind != DecisionKind::Unique {
                 continue;
             }
-            if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
+            if kept_apart(tmpl, &doc, &mut host).is_some() {
                 continue;
-            }
-            if let Some(url) = url.filter(|_| !tmpl.is_empty() || !doc.template.is_empty()) {
-                // the page's host is hashed once, and only when a short pair needs it
-                if host_hash(&doc.url) == *host.get_or_insert_with(|| host_hash(url)) {
-                    continue;
-                }
             }
             let informative = self.index.informative(&doc.url, &doc.sigs);
             let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
@@ -265,6 +261,38 @@ impl Deduplicator {
         }
         Ok(best)
     }
+}
+
+/// Why two pages are not matched whatever their similarity ([`kept_apart`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeptApart {
+    /// The later page is short (it has a template sample) and laid out in the earlier
+    /// one's template.
+    SameTemplate,
+    /// One of them is short and both are of one host (text rules 3 and later).
+    SameHost,
+}
+
+/// Whether a page with template sample `tmpl` (empty unless it is short) is kept apart
+/// from the earlier page `doc` whatever their similarity: a short page is not matched with
+/// a page of its own template ([`crate::signature::template`]), and, where `host` gives
+/// the page's host hash (text rules 3 and later: [`host_hash`] of its URL; asked only when
+/// one side is short), a pair of which either side is short is not matched within a host.
+pub fn kept_apart(
+    tmpl: &[u32],
+    doc: &DocRecord,
+    host: &mut dyn FnMut() -> Option<u64>,
+) -> Option<KeptApart> {
+    if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
+        return Some(KeptApart::SameTemplate);
+    }
+    if tmpl.is_empty() && doc.template.is_empty() {
+        return None;
+    }
+    host()
+        .filter(|&h| host_hash(&doc.url) == h)
+        .map(|_| KeptApart::SameHost)
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{ServeError, Service};
+use crate::dedup::{kept_apart, KeptApart};
+use crate::index::freq::host_hash;
 use crate::index::{DecisionKind, DocRecord, Found, Method, StoredSigs};
 use crate::signature::fingerprint::{fingerprint, hamming};
 use crate::signature::{similarity, FingerprintKind, Measure, Signatures, Signer};
@@ -85,6 +87,16 @@ pub struct PairExplanation {
     pub second: String,
     /// Under every method.
     pub methods: Vec<MethodVerdict>,
+    /// Why the index would not match the two pages whatever their similarity (the
+    /// methods' `matches` are by similarity alone): `same-template`, the later page is
+    /// short (signed by its word shingles or whole) and laid out in the earlier one's
+    /// template; `same-host`, one of them is short and both are of one host (text rules 3
+    /// and later). Absent when neither holds. Only a unique page keeps its template
+    /// sample, so when the later page is a duplicate only the earlier page's sample is
+    /// known: `same-host` is then said when the earlier page is short, and `same-template`
+    /// not at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_apart: Option<KeptApart>,
     /// Shared and unshared signatures.
     pub signatures: SignatureComparison,
 }
@@ -144,7 +156,7 @@ impl Service {
         other: Option<&str>,
         texts: &Texts,
     ) -> Result<Explanation, ServeError> {
-        let (_, rec) = self.reader.find_id(id)?.ok_or_else(|| {
+        let (num, rec) = self.reader.find_id(id)?.ok_or_else(|| {
             ServeError::NotFound(format!(
                 "{id:?} is not in the index (never decided, or expired)"
             ))
@@ -153,7 +165,7 @@ impl Service {
         let stored = self.reader.signatures(&rec)?;
         let d = &rec.decision;
         let canonical = match d.canonical_id.as_deref() {
-            Some(c) => self.reader.find_id(c)?.map(|(_, r)| r),
+            Some(c) => self.reader.find_id(c)?,
             None => None,
         };
         let mut out = Explanation {
@@ -178,17 +190,24 @@ impl Service {
             compared: None,
         };
         let second = match other {
-            Some(o) => Some(self.reader.find_id(o)?.map(|(_, r)| r).ok_or_else(|| {
+            Some(o) => Some(self.reader.find_id(o)?.ok_or_else(|| {
                 ServeError::NotFound(format!(
                     "{o:?} is not in the index (never decided, or expired)"
                 ))
             })?),
             None => canonical,
         };
-        if let (Some(a), Some(b)) = (stored.get(), second) {
+        if let (Some(a), Some((num_b, b))) = (stored.get(), second) {
             let sb = self.reader.signatures(&b)?;
             if let Some(sb) = sb.get() {
-                out.compared = Some(self.pair(&rec, a, &b, sb, texts));
+                let mut pair = self.pair(&rec, a, &b, sb, texts);
+                // the template test is the later page's, as when it was decided
+                let (later, earlier) = if num > num_b { (&rec, &b) } else { (&b, &rec) };
+                let rules = params.signature.text_rules;
+                pair.kept_apart = kept_apart(&later.template, earlier, &mut || {
+                    (rules >= 3).then(|| host_hash(&later.url))
+                });
+                out.compared = Some(pair);
             }
         }
         Ok(out)
@@ -284,6 +303,7 @@ impl Service {
             first: ra.id.clone(),
             second: rb.id.clone(),
             methods,
+            kept_apart: None,
             signatures: SignatureComparison {
                 first: ea.len(),
                 second: eb.len(),

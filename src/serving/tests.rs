@@ -160,3 +160,106 @@ fn preload_reads_the_most_recent_pages_only() {
         .get(service.signatures.key("river"))
         .is_none());
 }
+
+#[test]
+fn explain_says_when_a_pair_is_kept_apart() {
+    use crate::dedup::KeptApart;
+    use crate::signature::{Family, Signatures, Signed, TEXT_RULES};
+    // pages signed whole (short pages: they have a template sample) with the same
+    // signatures, in layouts with nothing in common unless the same number
+    let whole = |k: u32| Signed {
+        text: crate::text::Stripped::default(),
+        sigs: Signatures::from_hashes((1..=40).map(|i| i * 7919).collect()),
+        fingerprint: vec![0x5eed],
+        tokens: 40,
+        family: Family::Page,
+        template: (0..32).map(|i| k * 1000 + i).collect(),
+    };
+    // (id, URL, layout, canonical) decided in order, and the service over them
+    type Page = (&'static str, &'static str, u32, Option<&'static str>);
+    let decided = |text_rules: u32, pages: &[Page]| {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut dd = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        for &(id, url, k, canonical) in pages {
+            let page = PageRef {
+                id,
+                url,
+                first_seen: 1,
+            };
+            let o = dd.decide(page, &whole(k)).unwrap();
+            assert_eq!(
+                o.decision.canonical_id.as_deref(),
+                canonical,
+                "{text_rules}: {id}"
+            );
+        }
+        Service::new(dd.index().reader(), Limits::default()).unwrap()
+    };
+    let schema = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/schemas/explain.v1.schema.json"
+    ))
+    .unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_slice(&schema).unwrap()).unwrap();
+    let kept_apart = |service: &Service, a: &str, b: &str| {
+        let x = service.explain(a, Some(b), &Texts::default()).unwrap();
+        // as published: the schema holds the field
+        let json = serde_json::to_value(&x).unwrap();
+        assert!(schema.is_valid(&json), "{json}");
+        let c = x.compared.unwrap();
+        // by similarity alone every pair matches
+        assert_eq!(c.methods[0].matches, Some(true), "{a} {b}");
+        c.kept_apart
+    };
+    for text_rules in [TEXT_RULES, 3, 2] {
+        let late = text_rules >= 3;
+        // a page of the same host in another layout: kept apart from text rules 3 on, in
+        // either order; a page of another host and layout is a copy
+        let service = decided(
+            text_rules,
+            &[
+                ("c1", "https://shop.example/c/cameras", 1, None),
+                (
+                    "p1",
+                    "http://WWW.Shop.Example:8080/p/1",
+                    2,
+                    (!late).then_some("c1"),
+                ),
+                ("o1", "https://other.example/c/cameras", 3, Some("c1")),
+            ],
+        );
+        let host = late.then_some(KeptApart::SameHost);
+        assert_eq!(kept_apart(&service, "p1", "c1"), host, "{text_rules}");
+        assert_eq!(kept_apart(&service, "c1", "p1"), host, "{text_rules}");
+        assert_eq!(kept_apart(&service, "o1", "c1"), None, "{text_rules}");
+        assert_eq!(kept_apart(&service, "o1", "p1"), None, "{text_rules}");
+        // a page of another host in the same layout: kept apart at every revision, in
+        // either order (the later page's template decides)
+        let service = decided(
+            text_rules,
+            &[
+                ("c1", "https://shop.example/c/cameras", 1, None),
+                ("t1", "https://mirror.example/c/cameras", 1, None),
+            ],
+        );
+        let template = Some(KeptApart::SameTemplate);
+        assert_eq!(kept_apart(&service, "t1", "c1"), template, "{text_rules}");
+        assert_eq!(kept_apart(&service, "c1", "t1"), template, "{text_rules}");
+        // unique pages are compared with nothing unless asked
+        for id in ["c1", "t1"] {
+            let x = service.explain(id, None, &Texts::default()).unwrap();
+            assert!(x.compared.is_none(), "{id}: unique, compared with nothing");
+        }
+    }
+    let service = decided(
+        TEXT_RULES,
+        &[
+            ("c1", "https://shop.example/c/cameras", 1, None),
+            ("o1", "https://other.example/c/cameras", 3, Some("c1")),
+        ],
+    );
+    // a duplicate is never kept apart from its canonical page
+    let x = service.explain("o1", None, &Texts::default()).unwrap();
+    assert_eq!(x.compared.unwrap().kept_apart, None);
+}

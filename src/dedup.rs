@@ -15,7 +15,7 @@
 //! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
 //! `min_signatures` of them is `unique` without a match (it has text, but too little of its
 //! own to match on). A short page (one with a template sample: signed by its word shingles,
-//! or whole) is not matched with a page of its own template; with text rules 3, a pair of
+//! or whole) is not matched with a page of its own template; with text rules 3 and later, a pair of
 //! which either page is short is not matched within one host either, in whichever order the
 //! two came: a short page's few signatures, or a whole page's, hold the text its site
 //! prints on every page and in every template (a consent panel, a notice, the footer's
@@ -163,8 +163,10 @@ impl Deduplicator {
             // text, but too little of its own to match on: judged, matches nothing
             Decision::plain(DecisionKind::Unique)
         } else {
-            // with text rules 3, short pages are matched across hosts only
-            let url = (self.index.params().signature.text_rules >= 3).then_some(page.url);
+            // with text rules 3 and later, short pages are matched across hosts only
+            let url = (self.index.params().signature)
+                .short_pages_across_hosts_only()
+                .then_some(page.url);
             match self.best_match(signed, q, url)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
@@ -223,7 +225,7 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. Pairs [`kept_apart`] are not
     /// matched: a short page (one with a template sample) with a page of its own template,
-    /// and, with `url` (the page's, text rules 3), a pair of which either side is short
+    /// and, with `url` (the page's, text rules 3 and later), a pair of which either side is short
     /// within the page's host.
     fn verify(
         &self,

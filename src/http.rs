@@ -4,7 +4,7 @@
 //! Routing and extraction come from axum, connections from hyper: keep-alive, a limit on
 //! the time to read a request's header, a body size limit (413), a time limit per request
 //! (408) and a graceful shutdown that lets requests in flight finish. Errors are JSON
-//! (`schemas/error.v1.json`) with their status code. The work itself is
+//! (`schemas/error.v1.schema.json`) with their status code. The work itself is
 //! [`crate::serving::Service`]'s.
 
 use std::future::Future;

@@ -72,8 +72,10 @@ pub struct MethodVerdict {
     /// Fingerprint width in bits (fingerprint methods).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bits: Option<u32>,
-    /// Whether this index, with its τ and Hamming radius, would match the pair this way.
-    /// Absent where the index was not built for it (another width).
+    /// Whether this index, with its τ and Hamming radius, would match the pair this way,
+    /// by similarity alone (`kept_apart` says when the deduplicator's template and host
+    /// tests keep the pair apart whatever it is). Absent where the index was not built for
+    /// it (another width).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<bool>,
 }
@@ -203,10 +205,15 @@ impl Service {
                 let mut pair = self.pair(&rec, a, &b, sb, texts);
                 // the template test is the later page's, as when it was decided
                 let (later, earlier) = if num > num_b { (&rec, &b) } else { (&b, &rec) };
-                let rules = params.signature.text_rules;
-                pair.kept_apart = kept_apart(&later.template, earlier, &mut || {
-                    (rules >= 3).then(|| host_hash(&later.url))
-                });
+                let hosts = params.signature.short_pages_across_hosts_only();
+                // a page is not kept apart from itself
+                pair.kept_apart = (num != num_b)
+                    .then(|| {
+                        kept_apart(&later.template, earlier, &mut || {
+                            hosts.then(|| host_hash(&later.url))
+                        })
+                    })
+                    .flatten();
                 out.compared = Some(pair);
             }
         }

@@ -3,8 +3,8 @@
 //!
 //! Pure of the outside world except the index it reads: no HTTP, no runtime, no metrics.
 //! The HTTP server (`crate::http`), `neardup group` and `neardup explain` drive it. Requests
-//! and answers are the JSON documents of `schemas/group-request.v1.json`,
-//! `schemas/group-response.v1.json` and `schemas/explain.v1.json`.
+//! and answers are the JSON documents of `schemas/group-request.v1.schema.json`,
+//! `schemas/group-response.v1.schema.json` and `schemas/explain.v1.schema.json`.
 
 mod cache;
 mod explain;

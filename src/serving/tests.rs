@@ -234,6 +234,8 @@ fn explain_says_when_a_pair_is_kept_apart() {
         assert_eq!(kept_apart(&service, "c1", "p1"), host, "{text_rules}");
         assert_eq!(kept_apart(&service, "o1", "c1"), None, "{text_rules}");
         assert_eq!(kept_apart(&service, "o1", "p1"), None, "{text_rules}");
+        // a page is not kept apart from itself (its own template, its own host)
+        assert_eq!(kept_apart(&service, "c1", "c1"), None, "{text_rules}");
         // a page of another host in the same layout: kept apart at every revision, in
         // either order (the later page's template decides)
         let service = decided(

@@ -268,6 +268,12 @@ impl SignatureConfig {
         }
     }
 
+    /// Whether a pair of which either page is short is kept apart within one host (text
+    /// rules 3 and later; [`crate::dedup::kept_apart`]).
+    pub fn short_pages_across_hosts_only(&self) -> bool {
+        self.text_rules >= 3
+    }
+
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), SignatureConfigError> {
         if self.spot_distance == 0 || self.chain_len == 0 {
@@ -340,7 +346,7 @@ pub enum Family {
 impl Family {
     /// A family of pages with little text of their own (word shingles, or the whole page's
     /// SpotSigs): such a page keeps a template sample and is matched across templates only
-    /// (and, with text rules 3, across hosts only: [`crate::dedup`]).
+    /// (and, with text rules 3 and later, across hosts only: [`crate::dedup`]).
     pub fn short(self) -> bool {
         matches!(self, Family::Words | Family::Page)
     }

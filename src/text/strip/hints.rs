@@ -10,7 +10,7 @@ pub const LAYOUT: i32 = -1;
 pub const CONTENT: i32 = 1;
 
 /// What one class or id word names (ASCII case-insensitive, whole words only: a prefix
-/// rule would read Drupal's `node--promoted` as a promo).
+/// rule would read a CMS's `node--promoted` as a promo).
 ///
 /// - boilerplate content (comments, consent notices, popups, ads, share bars, …): a
 ///   container with one is boilerplate whatever its size;
@@ -203,13 +203,13 @@ pub(super) fn weight_with(tag: i32, attrs: &HintAttrs<'_>, rules: HintRules) -> 
             .filter(|w| (2..=16).contains(&w.len()))
         {
             hint(word_hint(word));
-            dialog |= names_a_dialog(word);
+            dialog |= rules.hidden_dialogs && names_a_dialog(word);
         }
     }
     // a container named a dialog that is not rendered is one a script opens; around most
     // of the page it is a wrapper (shown when the page is ready), which is why it weighs as
     // layout does: boilerplate unless it holds most of the page
-    if dialog && rules.hidden_dialogs && (attrs.hidden || attrs.style.is_some_and(displays_none)) {
+    if dialog && !attrs.rendered() {
         layout = true;
     }
     if boilerplate {
@@ -227,15 +227,39 @@ fn names_a_dialog(word: &[u8]) -> bool {
     word[..word.len() - digits].eq_ignore_ascii_case(b"dialog")
 }
 
-/// Whether an inline style's last `display` declaration is `none` (names and values ASCII
-/// case-insensitive, spaces and `!important` allowed; a property whose name only ends in
-/// `display` does not count, nor a `none` followed by a name character, which makes
-/// another word: a letter, a digit, `-`, `_`, a non-ASCII character, or NUL, which the
-/// HTML tokenizer turns into U+FFFD). Declarations are split at `;`: comments and quoted
-/// strings holding one are not read as CSS reads them.
-fn displays_none(style: &str) -> bool {
+/// Whether a class or id value has a word that names a dialog ([`names_a_dialog`]): the
+/// byte scanner decodes an element's inline style only then.
+pub(super) fn value_names_a_dialog(value: &str) -> bool {
+    value
+        .as_bytes()
+        .split(|c| !c.is_ascii_alphanumeric())
+        .any(|w| (6..=16).contains(&w.len()) && names_a_dialog(w))
+}
+
+impl HintAttrs<'_> {
+    /// Whether the element is rendered as far as its own attributes say: an inline
+    /// `display` declaration decides ([`inline_display_none`]: an inline style overrides
+    /// what `hidden` does), and without one, the `hidden` attribute.
+    fn rendered(&self) -> bool {
+        match self.style.and_then(inline_display_none) {
+            Some(none) => !none,
+            None => !self.hidden,
+        }
+    }
+}
+
+/// What an inline style's `display` says: `Some(true)` when the declaration that applies
+/// is `none`, `Some(false)` when it is another value, `None` without one. The declaration
+/// that applies is the last one, unless an earlier one is `!important` and the later ones
+/// are not. Names and values are ASCII case-insensitive, spaces allowed; a property whose
+/// name only ends in `display` does not count, nor a `none` followed by a name character,
+/// which makes another word: a letter, a digit, `-`, `_`, a non-ASCII character, or NUL,
+/// which the HTML tokenizer turns into U+FFFD. Declarations are split at `;`: comments
+/// and quoted strings holding one are not read as CSS reads them.
+fn inline_display_none(style: &str) -> Option<bool> {
     const SPACE: [char; 5] = [' ', '\t', '\n', '\r', '\u{c}'];
-    let mut none = false;
+    // (none, important) of the declaration that applies so far
+    let mut applies: Option<(bool, bool)> = None;
     for decl in style.split(';') {
         let Some((name, value)) = decl.split_once(':') else {
             continue;
@@ -243,14 +267,31 @@ fn displays_none(style: &str) -> bool {
         if !name.trim_matches(SPACE).eq_ignore_ascii_case("display") {
             continue;
         }
-        let value = value.trim_start_matches(SPACE).as_bytes();
-        none = value.len() >= 4
-            && value[..4].eq_ignore_ascii_case(b"none")
-            && value.get(4).is_none_or(|&c| {
+        let value = value.trim_matches(SPACE);
+        if value.is_empty() {
+            continue; // an invalid declaration, which CSS ignores
+        }
+        let (value, important) = match value.rfind('!') {
+            Some(at)
+                if value[at + 1..]
+                    .trim_matches(SPACE)
+                    .eq_ignore_ascii_case("important") =>
+            {
+                (value[..at].trim_end_matches(SPACE), true)
+            }
+            _ => (value, false),
+        };
+        let v = value.as_bytes();
+        let none = v.len() >= 4
+            && v[..4].eq_ignore_ascii_case(b"none")
+            && v.get(4).is_none_or(|&c| {
                 !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | 0) || c >= 0x80)
             });
+        if applies.is_none_or(|(_, earlier)| important || !earlier) {
+            applies = Some((none, important));
+        }
     }
-    none
+    applies.map(|(none, _)| none)
 }
 
 /// The roles of WAI-ARIA (1.2, and `image`, the later name of `img`), of its digital

@@ -259,6 +259,11 @@ impl Links {
 }
 
 impl Rules {
+    /// Whether a dialog that is not rendered counts ([`HintRules::hidden_dialogs`]).
+    pub(super) fn hidden_dialogs(&self) -> bool {
+        self.hint_rules.hidden_dialogs
+    }
+
     /// Rules with or without link scopes ([`Links`]), the hints of ARIA roles and those of
     /// hidden dialogs ([`StripOptions`]).
     pub(super) fn new(opts: &StripOptions) -> Rules {

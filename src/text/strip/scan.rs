@@ -8,7 +8,7 @@
 use memchr::{memchr, memchr2, memchr3};
 
 use super::entities::char_ref;
-use super::hints::HintAttrs;
+use super::hints::{value_names_a_dialog, HintAttrs};
 use super::rules::{tag_info, Next, Raw, Rules};
 use super::{StripOptions, Stripped};
 
@@ -52,6 +52,18 @@ struct Value {
     start: usize,
     end: usize,
     amp: bool,
+}
+
+impl Value {
+    /// The value in `src`, its character references decoded into `out` when it has any.
+    fn read<'s>(self, src: &'s str, out: &'s mut String) -> &'s str {
+        if self.amp {
+            decode_value(&src[self.start..self.end], out);
+            out
+        } else {
+            &src[self.start..self.end]
+        }
+    }
 }
 
 /// The attributes the container hints read ([`super::hints`]), in the order of [`Values`].
@@ -209,21 +221,19 @@ impl<'a> Scanner<'a> {
             ..HintAttrs::default()
         };
         if want {
-            let slots = [
-                &mut attrs.class,
-                &mut attrs.id,
-                &mut attrs.role,
-                &mut attrs.style,
-            ];
-            for ((v, out), slot) in values.iter().zip(&mut self.decoded).zip(slots) {
-                if let Some(v) = v {
-                    *slot = Some(if v.amp {
-                        decode_value(&src[v.start..v.end], out);
-                        &out[..]
-                    } else {
-                        &src[v.start..v.end]
-                    });
-                }
+            let [class, id, role, style, _] = values;
+            let [d_class, d_id, d_role, d_style] = &mut self.decoded;
+            attrs.class = class.map(|v| v.read(src, d_class));
+            attrs.id = id.map(|v| v.read(src, d_id));
+            attrs.role = role.map(|v| v.read(src, d_role));
+            // the inline style is read only where it can count: a container named a dialog
+            if self.rules.hidden_dialogs()
+                && [attrs.class, attrs.id]
+                    .into_iter()
+                    .flatten()
+                    .any(value_names_a_dialog)
+            {
+                attrs.style = style.map(|v| v.read(src, d_style));
             }
         }
         let next = self.rules.start_tag(name, info, t.self_closing, &attrs);

@@ -15,11 +15,11 @@
 //! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
 //! `min_signatures` of them is `unique` without a match (it has text, but too little of its
 //! own to match on). A short page (one with a template sample: signed by its word shingles,
-//! or whole) is not matched with a page of its own template; with text rules 3 and later, a pair of
-//! which either page is short is not matched within one host either, in whichever order the
-//! two came: a short page's few signatures, or a whole page's, hold the text its site
-//! prints on every page and in every template (a consent panel, a notice, the footer's
-//! prose), so another page of the site shares it whatever it is about.
+//! or whole) is not matched with a page of its own template; with text rules 3 and later,
+//! a pair of which either page is short is not matched within one host either, in
+//! whichever order the two came: a short page's few signatures, or a whole page's, hold the
+//! text its site prints on every page and in every template (a consent panel, a notice,
+//! the footer's prose), so another page of the site shares it whatever it is about.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -225,8 +225,8 @@ impl Deduplicator {
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. Pairs [`kept_apart`] are not
     /// matched: a short page (one with a template sample) with a page of its own template,
-    /// and, with `url` (the page's, text rules 3 and later), a pair of which either side is short
-    /// within the page's host.
+    /// and, with `url` (the page's, text rules 3 and later), a pair of which either side is
+    /// short within the page's host.
     fn verify(
         &self,
         q: &Signatures,

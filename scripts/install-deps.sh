@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
 # Installs the system packages the build and the tests need (idempotent).
+#
+#   bash scripts/install-deps.sh           # what the build and the tests need
+#   bash scripts/install-deps.sh --build   # what the build alone needs (the README's first command)
 set -euo pipefail
+
+build_only=0
+case "${1:-}" in
+  --build) build_only=1 ;;
+  "") ;;
+  *) echo "usage: bash scripts/install-deps.sh [--build]" >&2; exit 2 ;;
+esac
 
 need=()
 # librocksdb-sys generates its bindings with libclang; a C++ compiler builds RocksDB.
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
-# the broker tests: python3 indexes the test broker's storage; openssl and socat serve it over TLS
-command -v python3 >/dev/null 2>&1 || need+=(python3)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-command -v socat >/dev/null 2>&1 || need+=(socat)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
-# the eval report test renders the report in a headless browser
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
+if [ "$build_only" -eq 0 ]; then
+  # the broker tests: python3 indexes the test broker's storage; openssl and socat serve it
+  # over TLS
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v socat >/dev/null 2>&1 || need+=(socat)
+  # the eval report test renders the report in a headless browser
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
 fi
+[ "$build_only" -eq 0 ] || exit 0
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 

@@ -17,6 +17,9 @@ need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
+# librdkafka is built with TLS against the system's OpenSSL, found by pkg-config
+dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "$build_only" -eq 0 ]; then
   # the broker tests: python3 indexes the test broker's storage; openssl and socat serve it
   # over TLS

@@ -281,6 +281,9 @@ fn inline_display_none(style: &str) -> Option<bool> {
             }
             _ => (value, false),
         };
+        if value.is_empty() {
+            continue; // `display: !important` is invalid too
+        }
         let v = value.as_bytes();
         let none = v.len() >= 4
             && v[..4].eq_ignore_ascii_case(b"none")

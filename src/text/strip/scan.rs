@@ -3,7 +3,8 @@
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
 //! with a byte search, only the hint attributes of container elements are read (class, id, role,
-//! style, hidden), and visible text is handed on as slices of the input.
+//! hidden, and the inline style of a container named a dialog at text rules 4), and visible
+//! text is handed on as slices of the input.
 
 use memchr::{memchr, memchr2, memchr3};
 

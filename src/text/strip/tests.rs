@@ -331,6 +331,13 @@ fn hidden_dialogs_weigh_as_layout() {
         Some(LAYOUT)
     );
     assert_eq!(
+        w(&[
+            ("id", "dialog"),
+            ("style", "display:none; display: !important")
+        ]),
+        Some(LAYOUT)
+    );
+    assert_eq!(
         w(&[("id", "dialog"), ("style", "display: none\u{fffd}")]),
         Some(0)
     );

@@ -228,7 +228,7 @@ fn names_a_dialog(word: &[u8]) -> bool {
 }
 
 /// Whether a class or id value has a word that names a dialog ([`names_a_dialog`]): the
-/// byte scanner decodes an element's inline style only then.
+/// byte scanner decodes the character references of an element's inline style only then.
 pub(super) fn value_names_a_dialog(value: &str) -> bool {
     value
         .as_bytes()
@@ -268,9 +268,6 @@ fn inline_display_none(style: &str) -> Option<bool> {
             continue;
         }
         let value = value.trim_matches(SPACE);
-        if value.is_empty() {
-            continue; // an invalid declaration, which CSS ignores
-        }
         let (value, important) = match value.rfind('!') {
             Some(at)
                 if value[at + 1..]
@@ -282,7 +279,7 @@ fn inline_display_none(style: &str) -> Option<bool> {
             _ => (value, false),
         };
         if value.is_empty() {
-            continue; // `display: !important` is invalid too
+            continue; // an invalid declaration (`display:`, `display: !important`), ignored
         }
         let v = value.as_bytes();
         let none = v.len() >= 4

@@ -3,8 +3,9 @@
 //! for `script`/`style`/`title`/…, script escapes, character references, `<plaintext>`) and
 //! drives the block rules directly. No tree, no token values: text that is hidden is skipped
 //! with a byte search, only the hint attributes of container elements are read (class, id, role,
-//! hidden, and the inline style of a container named a dialog at text rules 4), and visible
-//! text is handed on as slices of the input.
+//! hidden, style: a style's references are decoded only for a container named a dialog at
+//! text rules 4, the only one whose style counts), and visible text is handed on as slices
+//! of the input.
 
 use memchr::{memchr, memchr2, memchr3};
 
@@ -227,15 +228,18 @@ impl<'a> Scanner<'a> {
             attrs.class = class.map(|v| v.read(src, d_class));
             attrs.id = id.map(|v| v.read(src, d_id));
             attrs.role = role.map(|v| v.read(src, d_role));
-            // the inline style is read only where it can count: a container named a dialog
-            if self.rules.hidden_dialogs()
-                && [attrs.class, attrs.id]
-                    .into_iter()
-                    .flatten()
-                    .any(value_names_a_dialog)
-            {
-                attrs.style = style.map(|v| v.read(src, d_style));
-            }
+            // a style is a slice of the input, read by the hints only for a container named
+            // a dialog; one with a reference is decoded only where it can count
+            attrs.style = style
+                .filter(|v| {
+                    !v.amp
+                        || self.rules.hidden_dialogs()
+                            && [attrs.class, attrs.id]
+                                .into_iter()
+                                .flatten()
+                                .any(value_names_a_dialog)
+                })
+                .map(|v| v.read(src, d_style));
         }
         let next = self.rules.start_tag(name, info, t.self_closing, &attrs);
         match next {

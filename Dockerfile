@@ -34,7 +34,7 @@ FROM ${BASE} AS base
 # The in-memory lists of a large index are gigabytes read at random, a hundred and more
 # lookups a page; on 4 KiB pages nearly every lookup also misses the TLB. This makes the C
 # library's allocator ask for transparent huge pages (where the kernel's THP mode is
-# `madvise` or `always`; README, Configuration and Index at scale). The binary sets it for
+# `madvise` or `always`; docs/operations.md, huge pages). The binary sets it for
 # itself when it is absent, by starting itself again; set here, that second start is spared.
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 RUN apt-get update \

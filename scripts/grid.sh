@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The grid of signature settings × thresholds behind the defaults (README "Quality").
+# The grid of signature settings × thresholds behind the defaults (docs/benchmarks/2026-11-27-quality.md).
 # Usage: scripts/grid.sh CORPUS [extra eval flags]   — prints one table per setting.
 set -euo pipefail
 corpus=${1:?usage: scripts/grid.sh CORPUS}; shift || true

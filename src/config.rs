@@ -331,12 +331,25 @@ pub struct KafkaOptions {
     /// secret with sasl.username and sasl.password
     #[arg(long, env = "NEARDUP_KAFKA_PROPERTIES_FILE")]
     pub kafka_properties_file: Option<PathBuf>,
+    /// at-least-once (an input may be answered again after a crash, with the same bytes) or
+    /// exactly-once (outputs and input offsets in Kafka transactions: a read_committed
+    /// consumer sees each input answered once; needs brokers 2.5 or later)
+    /// [default: at-least-once]
+    #[arg(long, env = "NEARDUP_GUARANTEE")]
+    pub guarantee: Option<Guarantee>,
+    /// Exactly-once: how long a transaction collects outputs before it commits, e.g. 100ms;
+    /// a read_committed consumer sees an output at the latest this long after it was decided
+    /// [default: 100ms]
+    #[arg(long, env = "NEARDUP_TRANSACTION_INTERVAL", value_parser = parse_duration)]
+    #[serde(default, deserialize_with = "de_duration")]
+    pub transaction_interval: Option<Duration>,
 }
 
 impl KafkaOptions {
     fn or(mut self, o: KafkaOptions) -> KafkaOptions {
         or_fields!(self, o; brokers, group_id, instance_id, input_topics, unique_topic, duplicate_topic,
-            dead_letter_topic, signed_topic, changelog_topic, kafka_property, kafka_properties_file);
+            dead_letter_topic, signed_topic, changelog_topic, kafka_property, kafka_properties_file,
+            guarantee, transaction_interval);
         self
     }
 }
@@ -355,7 +368,7 @@ pub enum LogFormat {
 }
 impl_from_str_serde!(LogFormat);
 
-/// What a `neardup run` process does (DESIGN §6).
+/// What a `neardup run` process does (docs/dev/architecture.md §6).
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
@@ -369,6 +382,29 @@ pub enum Role {
     Decider,
 }
 impl_from_str_serde!(Role);
+
+/// What a consumer of the stage's outputs can rely on after a crash.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guarantee {
+    /// Every input is answered; after a crash some may be answered again (byte-identical).
+    #[default]
+    AtLeastOnce,
+    /// Every input is answered once, as a `read_committed` consumer sees the outputs: outputs,
+    /// dead letters, changelog records and input offsets are committed in one transaction.
+    ExactlyOnce,
+}
+impl_from_str_serde!(Guarantee);
+
+impl Guarantee {
+    /// The guarantee's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guarantee::AtLeastOnce => "at-least-once",
+            Guarantee::ExactlyOnce => "exactly-once",
+        }
+    }
+}
 
 impl Role {
     /// The role's name.

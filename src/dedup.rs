@@ -6,7 +6,7 @@
 //! made one at a time, in the caller's order, and two near-duplicates can never both be
 //! judged unique.
 //!
-//! The rule (DESIGN §3): a document id that is already in the index gets its stored decision
+//! The rule (docs/dev/architecture.md §3): a document id that is already in the index gets its stored decision
 //! (idempotent replays); fewer than `min_signatures` distinct signatures → `skipped`;
 //! otherwise the candidates of the index are verified (length bound, then the similarity
 //! with early exit) and the best one reaching τ makes the page a `duplicate` of it; if none

@@ -52,6 +52,12 @@ pub struct BenchArgs {
     /// runs on this machine)
     #[arg(long)]
     pub broker_pid: Option<u32>,
+    /// With --brokers: the stage's guarantee, at-least-once or exactly-once
+    #[arg(long, default_value = "at-least-once")]
+    pub guarantee: crate::config::Guarantee,
+    /// With --brokers and exactly-once: how long a transaction collects outputs, e.g. 100ms
+    #[arg(long, value_parser = crate::config::parse_duration)]
+    pub transaction_interval: Option<std::time::Duration>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub method: MethodOptions,
@@ -138,6 +144,8 @@ fn stage_args(args: &BenchArgs) -> Result<super::bench_stage::StageBenchArgs<'_>
         max_broker_record: args.max_broker_record,
         kafka_property: &args.kafka_property,
         broker_pid: args.broker_pid,
+        guarantee: args.guarantee,
+        transaction_interval: args.transaction_interval,
         method: args.method.clone(),
         detect: args.detect.clone(),
         signature: args.signature.clone(),

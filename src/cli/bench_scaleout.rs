@@ -1,4 +1,4 @@
-//! `neardup bench scaleout --brokers ADDR --corpus FILE`: the roles of DESIGN §6 as
+//! `neardup bench scaleout --brokers ADDR --corpus FILE`: the roles of docs/dev/architecture.md §6 as
 //! separate processes through a broker, on the same pages:
 //!
 //! 1. throughput of one signer process, then of two, signing the loaded input topic into a
@@ -517,6 +517,8 @@ fn latency_run_single(
         &dir.join("lat-all"),
         params,
         &a.kafka_property,
+        crate::config::Guarantee::AtLeastOnce,
+        None,
     )?;
     s.stop_after = Some(lines.len() as u64);
     let allowed = cores_of(&mask_of(0)?);
@@ -597,6 +599,8 @@ fn latency_run(
             &dir.join(sub),
             params,
             &a.kafka_property,
+            crate::config::Guarantee::AtLeastOnce,
+            None,
         )?;
         s.stop_after = Some(stop_after);
         Ok(s)

@@ -1,5 +1,5 @@
-//! `neardup bench shards`: a simulation of the sharded decider of the design note (README,
-//! *Past one decider*), in one process, on the synthetic stream of `neardup bench index`.
+//! `neardup bench shards`: a simulation of the sharded decider of the design note
+//! (docs/scale-out.md, *Past one decider*), in one process, on the synthetic stream of `neardup bench index`.
 //!
 //! Every shard sees every signed page in stream order and owns the pages whose id hashes to
 //! it. For each page a shard (1) returns every page it owns that reaches τ (its *votes*: the

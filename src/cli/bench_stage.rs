@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::input;
 use crate::config::{
-    DedupOptions, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, Role,
-    SignatureOptions, StageOptions,
+    DedupOptions, DetectOptions, FileConfig, Guarantee, KafkaOptions, MethodOptions, ReplayOptions,
+    Role, SignatureOptions, StageOptions,
 };
 use crate::index::IndexParams;
 use crate::stage::{self, Mode, StageSettings};
@@ -147,6 +147,7 @@ pub(super) fn produce(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn settings(
     mode: Mode,
     role: Role,
@@ -155,6 +156,8 @@ pub(super) fn settings(
     index: &Path,
     params: &IndexParams,
     extra: &[String],
+    guarantee: Guarantee,
+    transaction_interval: Option<Duration>,
 ) -> Result<StageSettings> {
     let kafka = KafkaOptions {
         brokers: Some(brokers.to_string()),
@@ -174,6 +177,8 @@ pub(super) fn settings(
                 .collect(),
         ),
         kafka_properties_file: None,
+        guarantee: Some(guarantee),
+        transaction_interval,
     };
     let stage = StageOptions {
         index: Some(index.to_path_buf()),
@@ -234,6 +239,10 @@ pub struct StageBenchArgs<'a> {
     pub kafka_property: &'a [String],
     /// The broker's process id, for its CPU time.
     pub broker_pid: Option<u32>,
+    /// The stage's guarantee.
+    pub guarantee: Guarantee,
+    /// Exactly-once: the transaction interval (the stage's default when absent).
+    pub transaction_interval: Option<Duration>,
     /// The detection options, for the file-mode run.
     pub method: MethodOptions,
     /// The detection options, for the file-mode run.
@@ -312,6 +321,8 @@ pub fn run(
         &dir.path().join("stage-index"),
         params,
         args.kafka_property,
+        args.guarantee,
+        args.transaction_interval,
     )?;
     let (cpu0, broker0) = (
         cpu_seconds(None),
@@ -355,6 +366,8 @@ pub fn run(
         &dir.path().join("lat-index"),
         params,
         args.kafka_property,
+        args.guarantee,
+        args.transaction_interval,
     )?;
     s2.stop_after = Some(lines.len() as u64);
     let feed = 0.8 * stage_rate;

@@ -30,6 +30,7 @@ pub mod freq;
 mod ids;
 pub mod lists;
 mod mutate;
+mod pending;
 pub mod reader;
 mod restore;
 pub mod store;
@@ -44,6 +45,7 @@ pub use docs::{
     decode_signatures, encode_signatures, Decision, DecisionKind, DocRecord, Found, SigDelta,
 };
 pub use mutate::Mutation;
+pub use pending::Undone;
 pub use reader::{IndexReader, StoredSigs};
 pub use store::{
     Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,

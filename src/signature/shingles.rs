@@ -1,4 +1,4 @@
-//! Sentence shingles: the realtime news-dedup method (DESIGN §2).
+//! Sentence shingles: the realtime news-dedup method (docs/dev/architecture.md §2).
 //!
 //! The signed blocks are split into sentences ([`sentences`]); each sentence is tokenized
 //! like the rest of the signing path (Unicode words, lowercased, stemmed), words shorter than

@@ -1,4 +1,4 @@
-//! The decider's changelog (DESIGN §6): every index mutation is produced to a compacted
+//! The decider's changelog (docs/dev/architecture.md §6): every index mutation is produced to a compacted
 //! topic with the output it belongs to, so the RocksDB directory is a cache of that topic.
 //!
 //! - **Writing**: the index journals its mutations ([`crate::index::Mutation`]); the

@@ -1,16 +1,18 @@
 //! The decider thread of the stage: one signed page at a time, in consumption order,
 //! against the index; each becomes an [`Outbound`] record for the producer.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use tokio::sync::mpsc;
 use tracing::warn;
 
+use super::produce::Positions;
 use super::{
-    now_secs, observe, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL, HEADER_DECISION,
-    HEADER_REASON, HEADER_SCHEMA,
+    now_secs, observe, position_bytes, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL,
+    HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
 };
 use crate::dedup::{Deduplicator, PageRef, Prepared, WAL_BATCH};
 use crate::index::{DecisionKind, Index};
@@ -160,8 +162,11 @@ pub(super) fn decide_loop(
     mut jobs: mpsc::Receiver<Job>,
     out: mpsc::Sender<Outbound>,
     counts: &mut Counts,
+    committed: Option<Arc<Mutex<Positions>>>,
 ) -> Result<()> {
     let params_id = record::params_id(&s.params);
+    // exactly-once: the marks of the decisions no commit has covered yet, in decision order
+    let mut marks: VecDeque<(Arc<str>, i32, i64)> = VecDeque::new();
     let max_out = max_output_bytes(s);
     let (unique_t, dup_t, dead_t): (Arc<str>, Arc<str>, Arc<str>) = (
         Arc::from(s.unique_topic.as_str()),
@@ -222,6 +227,21 @@ pub(super) fn decide_loop(
                     .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
                     .unwrap_or_else(now_secs);
                 newest_seen = newest_seen.max(first_seen);
+                if committed.is_some() {
+                    // written to the log before the decision: a crash before the commit
+                    // leaves a mark, and the next start removes what the decision stored
+                    let position =
+                        position_bytes(&inbound.topic, inbound.partition, inbound.offset);
+                    dedup
+                        .index_mut()
+                        .mark_pending(&position, &page.doc_id)
+                        .context("the index cannot record a decision")?;
+                    marks.push_back((
+                        Arc::clone(&inbound.topic),
+                        inbound.partition,
+                        inbound.offset,
+                    ));
+                }
                 let t = Instant::now();
                 let outcome = dedup
                     .decide(
@@ -325,6 +345,9 @@ pub(super) fn decide_loop(
         if !publish(dedup.index(), &mut ready, &out)? {
             return Ok(());
         }
+        if let Some(c) = &committed {
+            clear_committed(dedup.index_mut(), &mut marks, c)?;
+        }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();
             publish_index_stats(dedup.index());
@@ -332,6 +355,31 @@ pub(super) fn decide_loop(
         next = jobs.blocking_recv();
     }
     publish_index_stats(dedup.index());
+    Ok(())
+}
+
+/// Clears the marks of the decisions that commits have covered since the last call.
+fn clear_committed(
+    index: &mut Index,
+    marks: &mut VecDeque<(Arc<str>, i32, i64)>,
+    committed: &Mutex<Positions>,
+) -> Result<()> {
+    let mut done = Vec::new();
+    {
+        let c = committed.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some((topic, partition, offset)) = marks.front() {
+            match c.get(&(Arc::clone(topic), *partition)) {
+                Some(&next) if *offset < next => {
+                    done.push(position_bytes(topic, *partition, *offset));
+                    marks.pop_front();
+                }
+                _ => break,
+            }
+        }
+    }
+    index
+        .clear_pending(done.iter().map(Vec::as_slice))
+        .context("the index cannot record a decision")?;
     Ok(())
 }
 

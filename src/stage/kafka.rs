@@ -2,7 +2,7 @@
 //! statistics, errors → metrics and readiness) and the replay bounds.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tracing::{info, warn};
 
 use super::settings::{is_secret, StageSettings, Start};
+use crate::config::Guarantee;
 use crate::telemetry::{self as tm, Health};
 
 /// The stage's consumer.
@@ -26,12 +27,82 @@ pub type StageConsumer = StreamConsumer<StageContext>;
 #[derive(Clone)]
 pub struct StageContext {
     health: Arc<Health>,
+    /// Counts the assignments and revocations of this consumer (a new group generation).
+    rebalances: Arc<AtomicU64>,
+    /// Exactly-once: how a revocation waits for the records consumed before it.
+    txn: Option<Arc<TxnSync>>,
+}
+
+/// Exactly-once: before partitions are revoked, every record consumed so far is answered and
+/// committed, so that no transaction holds records of partitions this process no longer
+/// owns (their new owner starts from the offsets committed here).
+#[derive(Default)]
+pub struct TxnSync {
+    /// Records consumed.
+    pub consumed: AtomicU64,
+    /// Records whose outputs a committed transaction holds.
+    committed: std::sync::Mutex<u64>,
+    changed: std::sync::Condvar,
+    /// A revocation waits: commit what is open as soon as its records are acknowledged.
+    pub revoking: std::sync::atomic::AtomicBool,
+    /// The producer stopped: nobody commits any more.
+    pub stopped: std::sync::atomic::AtomicBool,
+}
+
+impl TxnSync {
+    /// `n` more records are held by a committed transaction.
+    pub fn committed(&self, n: u64) {
+        *self.committed.lock().unwrap_or_else(|e| e.into_inner()) += n;
+        self.changed.notify_all();
+    }
+
+    /// The producer stopped.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let _g = self.committed.lock().unwrap_or_else(|e| e.into_inner());
+        self.changed.notify_all();
+    }
+
+    /// Waits until every record consumed so far is committed (at most `wait`); false when
+    /// it was not.
+    fn drain(&self, wait: Duration) -> bool {
+        let target = self.consumed.load(Ordering::Acquire);
+        let deadline = std::time::Instant::now() + wait;
+        self.revoking.store(true, Ordering::Release);
+        let mut c = self.committed.lock().unwrap_or_else(|e| e.into_inner());
+        let done = loop {
+            if *c >= target {
+                break true;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline || self.stopped.load(Ordering::Acquire) {
+                break false;
+            }
+            c = self
+                .changed
+                .wait_timeout(c, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        self.revoking.store(false, Ordering::Release);
+        done
+    }
 }
 
 impl StageContext {
-    /// A context reporting into `health`.
-    pub fn new(health: Arc<Health>) -> StageContext {
-        StageContext { health }
+    /// A context reporting into `health`; with `txn`, revocations wait for the records
+    /// consumed before them to be committed (exactly-once).
+    pub fn new(health: Arc<Health>, txn: Option<Arc<TxnSync>>) -> StageContext {
+        StageContext {
+            health,
+            rebalances: Arc::default(),
+            txn,
+        }
+    }
+
+    /// How many times partitions were assigned or revoked so far.
+    pub fn rebalances(&self) -> u64 {
+        self.rebalances.load(Ordering::Acquire)
     }
 }
 
@@ -99,10 +170,27 @@ impl ConsumerContext for StageContext {
         if let Rebalance::Revoke(tpl) = rebalance {
             metrics::counter!(tm::REBALANCES, "kind" => "revoke").increment(1);
             info!(partitions = tpl.count(), "partitions revoked");
+            if let Some(t) = &self.txn {
+                if !t.stopped.load(Ordering::Acquire) {
+                    // the other tasks of this thread move to another while it waits
+                    let done = tokio::task::block_in_place(|| t.drain(REVOKE_DRAIN));
+                    if done {
+                        info!("exactly-once: the records consumed before the revocation are committed");
+                    } else {
+                        warn!(
+                            wait_s = REVOKE_DRAIN.as_secs_f64(),
+                            "exactly-once: the records \
+                            consumed before the revocation were not committed in time; their \
+                            transaction will be refused and the stage stops"
+                        );
+                    }
+                }
+            }
         }
     }
 
     fn post_rebalance(&self, c: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        self.rebalances.fetch_add(1, Ordering::AcqRel);
         match rebalance {
             Rebalance::Assign(tpl) => {
                 metrics::counter!(tm::REBALANCES, "kind" => "assign").increment(1);
@@ -120,6 +208,9 @@ impl ConsumerContext for StageContext {
         self.health.publish();
     }
 }
+
+/// How long a revocation waits for the records consumed before it to be committed.
+const REVOKE_DRAIN: Duration = Duration::from_secs(60);
 
 fn base_config(s: &StageSettings) -> ClientConfig {
     let mut c = ClientConfig::new();
@@ -214,7 +305,13 @@ fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig
     if let Some(id) = instance_id {
         c.set("group.instance.id", id);
     }
+    // input offsets are committed in the transactions of the outputs; records of
+    // transactions that were aborted are never read (a decider's signed topic)
+    c.set("isolation.level", "read_committed");
     apply_user(&mut c, s);
+    if s.guarantee == Guarantee::ExactlyOnce {
+        c.set("enable.auto.commit", "false");
+    }
     // properties meant for the producer only are not passed to the consumer
     for k in PRODUCER_ONLY {
         c.remove(k);
@@ -277,6 +374,8 @@ const PRODUCER_ONLY: &[&str] = &[
     "max.in.flight.requests.per.connection",
     "max.in.flight",
     "partitioner",
+    "transactional.id",
+    "transaction.timeout.ms",
 ];
 
 const CONSUMER_ONLY: &[&str] = &[
@@ -298,19 +397,29 @@ const CONSUMER_ONLY: &[&str] = &[
     "queued.max.messages.kbytes",
     "enable.partition.eof",
     "check.crcs",
+    "isolation.level",
 ];
 
-/// The producer: idempotent, `acks=all`.
-pub fn producer(s: &StageSettings, ctx: StageContext) -> Result<FutureProducer<StageContext>> {
-    producer_config(s)
-        .create_with_context(ctx)
-        .with_context(|| {
-            format!(
-                "cannot create the Kafka producer (brokers {}, properties: {})",
-                s.brokers,
-                describe(s)
-            )
-        })
+/// The producer: idempotent, `acks=all`; transactional with `transactional_id`
+/// (exactly-once).
+pub fn producer(
+    s: &StageSettings,
+    ctx: StageContext,
+    transactional_id: Option<&str>,
+) -> Result<FutureProducer<StageContext>> {
+    let mut c = producer_config(s);
+    if let Some(id) = transactional_id {
+        c.set("transactional.id", id);
+        // in a transaction a record that fails fails the transaction: no gap can land
+        c.remove("enable.gapless.guarantee");
+    }
+    c.create_with_context(ctx).with_context(|| {
+        format!(
+            "cannot create the Kafka producer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
 }
 
 fn producer_config(s: &StageSettings) -> ClientConfig {

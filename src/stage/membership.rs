@@ -50,6 +50,24 @@ pub fn instance_id(s: &StageSettings) -> Result<Option<String>> {
     }
 }
 
+/// Exactly-once: the producer's `transactional.id`, the group and the instance id, so that
+/// one index keeps one id across restarts and the broker fences an older process of it. A
+/// process without an instance id (a signer, or instance-id off) gets one of its own: the
+/// group's generation still fences it, but a transaction it leaves open after a crash holds
+/// back read_committed consumers until the broker times it out (transaction.timeout.ms).
+pub fn transactional_id(s: &StageSettings, instance: Option<&str>) -> String {
+    match instance {
+        Some(id) => format!("{}.{id}", s.group_id),
+        None => {
+            let id = format!("{}.neardup-{}-{:016x}", s.group_id, host(), random_u64());
+            warn!(transactional_id = %id, "exactly-once without an instance id: a \
+                transaction left open by a crash holds back read_committed consumers until \
+                the broker times it out; set --instance-id (e.g. the pod name)");
+            id
+        }
+    }
+}
+
 /// Reads the instance id kept in `dir`, or creates it: `neardup-HOST-RANDOM`, written to a
 /// temporary file, synced and renamed, so a crash leaves either no file or a whole one.
 fn persisted(dir: &Path) -> Result<(String, bool)> {

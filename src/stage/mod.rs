@@ -15,6 +15,9 @@
 //!   only after its output record was acknowledged, and acknowledgements are handled in
 //!   consumption order, so a stored offset never passes a record whose output is not
 //!   durable. Stored offsets are committed every second and on shutdown.
+//! - **Exactly-once** (`--guarantee exactly-once`): outputs and input offsets commit together
+//!   in Kafka transactions ([`produce`]); decisions are marked in the index until a commit
+//!   covers them, and at start the index drops what no commit covered ([`align_index`]).
 //! - **Idempotent**: a redelivered record has an id the index already holds, so it gets the
 //!   stored decision and the same output bytes (tagged records carry no per-run fields).
 //! - **Ordered**: records are decided and produced in consumption order, which keeps the
@@ -43,7 +46,7 @@ use anyhow::{anyhow, Context, Result};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::FutureProducer;
+use rdkafka::producer::{FutureProducer, Producer};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
@@ -55,10 +58,11 @@ use crate::record::signed::{signature_id, SignedRecord};
 use crate::telemetry::{self as tm, Health};
 pub use settings::{Membership, Mode, StageSettings, Start};
 
+use crate::config::Guarantee;
 use decide::{decide_loop, Counts};
 use kafka::{StageConsumer, StageContext};
 use open::{open_decider, remove_scratch};
-use produce::produce_loop;
+use produce::{produce_loop, Positions, Transactions};
 
 /// Header with the decision (`unique`, `duplicate`, `skipped`) or `dead_letter`.
 pub const HEADER_DECISION: &str = "neardup-decision";
@@ -155,7 +159,42 @@ struct Inbound {
     /// When a pool thread started preparing it and when it was done (decode, strip, sign;
     /// or decode a signed record).
     prepared: Option<(Instant, Instant)>,
+    /// Exactly-once: the group generation it was consumed in.
+    generation: Option<Generation>,
     _permit: InFlight,
+}
+
+/// Exactly-once: a group generation as this process saw it (a number it gives each
+/// assignment and revocation, and the group's metadata then, which an input offset is
+/// committed with).
+#[derive(Clone)]
+struct Generation {
+    epoch: u64,
+    metadata: Option<Arc<rdkafka::consumer::ConsumerGroupMetadata>>,
+}
+
+/// Exactly-once: a decision's input position as the index keeps it in its marks
+/// ([`crate::index::Index::mark_pending`]): the topic, a zero byte, the partition and the
+/// offset (big-endian).
+fn position_bytes(topic: &str, partition: i32, offset: i64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(topic.len() + 13);
+    b.extend_from_slice(topic.as_bytes());
+    b.push(0);
+    b.extend_from_slice(&partition.to_be_bytes());
+    b.extend_from_slice(&offset.to_be_bytes());
+    b
+}
+
+/// The topic, partition and offset of [`position_bytes`].
+fn parse_position(b: &[u8]) -> Option<(&str, i32, i64)> {
+    let n = b.len().checked_sub(13)?;
+    if b[n] != 0 {
+        return None;
+    }
+    let topic = std::str::from_utf8(&b[..n]).ok()?;
+    let partition = i32::from_be_bytes(b[n + 1..n + 5].try_into().ok()?);
+    let offset = i64::from_be_bytes(b[n + 5..].try_into().ok()?);
+    Some((topic, partition, offset))
 }
 
 /// A record's place in the `max-in-flight` bound; `neardup_in_flight_records` counts the
@@ -400,16 +439,49 @@ async fn stage(
     }
 
     let instance = membership::instance_id(s)?;
-    let ctx = StageContext::new(Arc::clone(health));
+    let exactly_once = s.guarantee == Guarantee::ExactlyOnce && !s.dry_run;
+    let sync = exactly_once.then(|| Arc::new(kafka::TxnSync::default()));
+    let ctx = StageContext::new(Arc::clone(health), sync.clone());
     let consumer: Arc<StageConsumer> =
         Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
+    let committed: Arc<std::sync::Mutex<Positions>> = Arc::default();
+    let txn = if exactly_once {
+        Some(Transactions {
+            id: membership::transactional_id(s, instance.as_deref()),
+            interval: s.transaction_interval,
+            committed: Arc::clone(&committed),
+            sync: Arc::clone(sync.as_ref().expect("exactly-once")),
+        })
+    } else {
+        None
+    };
     let producer: Option<FutureProducer<StageContext>> = if s.dry_run {
         None
     } else {
-        Some(kafka::producer(s, ctx.clone())?)
+        Some(kafka::producer(
+            s,
+            ctx.clone(),
+            txn.as_ref().map(|t| t.id.as_str()),
+        )?)
     };
-    if let (Some(p), Some(topic), Some(d)) = (&producer, &s.changelog_topic, &dedup) {
-        // the documents stored just before a crash may be missing from the changelog
+    if let (Some(t), Some(p)) = (&txn, &producer) {
+        // fences an older process of this index (it writes nothing more) and ends the
+        // transaction it left open, so the committed offsets read below are final
+        let started = Instant::now();
+        produce::transaction_call("initialise transactions", t, || {
+            p.init_transactions(Duration::from_secs(30))
+        })?;
+        info!(transactional_id = %t.id, interval_ms = t.interval.as_millis() as u64,
+            seconds = started.elapsed().as_secs_f64(), "exactly-once: transactions initialised");
+        if let Some(d) = &mut dedup {
+            align_index(d, &consumer).await?;
+        }
+    }
+    if let (Some(p), Some(topic), Some(d), false) =
+        (&producer, &s.changelog_topic, &dedup, exactly_once)
+    {
+        // the documents stored just before a crash may be missing from the changelog (with
+        // exactly-once they went into it in the transaction of their outputs)
         changelog::republish(s, d.index(), p, topic, summary.restored > 0).await?;
     }
     let mut bounds = match s.mode {
@@ -455,12 +527,13 @@ async fn stage(
     // the decider (one thread, decisions in consumption order), or the signer's loop
     let decider = {
         let s = s.clone();
+        let committed = exactly_once.then(|| Arc::clone(&committed));
         std::thread::Builder::new()
             .name("neardup-decide".into())
             .spawn(move || {
                 let mut counts = Counts::default();
                 let r = match dedup.as_mut() {
-                    Some(d) => decide_loop(&s, d, job_rx, out_tx, &mut counts),
+                    Some(d) => decide_loop(&s, d, job_rx, out_tx, &mut counts, committed),
                     None => signer::sign_loop(&s, job_rx, out_tx, &mut counts),
                 };
                 (dedup, counts, r)
@@ -476,11 +549,13 @@ async fn stage(
         s.max_in_flight,
         Arc::clone(health),
         s.dry_run,
+        txn,
     ));
 
     // consume until stopped, failed or (replay) at the end offsets
     let mut stopped_by = "signal";
     let mut consume_failure: Option<anyhow::Error> = None;
+    let mut generation: Option<Generation> = None;
     if bounds.as_ref().is_some_and(|b| b.all_done()) {
         stopped_by = "end";
     } else {
@@ -511,9 +586,11 @@ async fn stage(
                 Err(e) if kafka::fenced(&e) => {
                     let why = format!(
                         "the broker fenced this member: another process is in group {} with \
-                         instance id {}; give each process its own --instance-id. A copy of an \
-                         index directory carries the id it keeps (file instance-id): delete \
-                         that file in the copy to have a new id made",
+                         instance id {}, or this one's group session timed out (brokers \
+                         unreachable for longer than session.timeout.ms) and it was replaced; \
+                         a restart rejoins. Give each process its own --instance-id: a copy \
+                         of an index directory carries the id it keeps (file instance-id), \
+                         delete that file in the copy to have a new id made",
                         s.group_id,
                         instance.as_deref().unwrap_or("?")
                     );
@@ -554,10 +631,25 @@ async fn stage(
                 head: value[..value.len().min(HEAD_BYTES)].to_vec(),
                 len: value.len(),
                 prepared: None,
+                generation: None,
                 _permit: InFlight::new(permit),
             };
             let payload = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
             drop(m);
+            let mut inbound = inbound;
+            if exactly_once {
+                let epoch = ctx.rebalances();
+                if generation.as_ref().is_none_or(|g| g.epoch != epoch) {
+                    generation = Some(Generation {
+                        epoch,
+                        metadata: consumer.group_metadata().map(Arc::new),
+                    });
+                }
+                inbound.generation = generation.clone();
+                if let Some(t) = &sync {
+                    t.consumed.fetch_add(1, Ordering::AcqRel);
+                }
+            }
             let (tx, rx) = oneshot::channel();
             let (signer, max) = (Arc::clone(&signer), s.max_record_bytes);
             let signed_by = (s.role == Role::Decider).then(|| Arc::clone(&signature_id));
@@ -667,8 +759,9 @@ async fn stage(
     }
 
     // commit what is stored (acknowledged outputs only), then flush the index
-    // (a synchronous commit waits without end for a coordinator that is gone: bounded)
-    if !s.dry_run {
+    // (a synchronous commit waits without end for a coordinator that is gone: bounded);
+    // exactly-once committed the offsets in its transactions
+    if !s.dry_run && !exactly_once {
         let c = Arc::clone(&consumer);
         let commit = bounded("commit", CLIENT_CLOSE_WAIT, move || {
             c.commit_consumer_state(CommitMode::Sync)
@@ -730,6 +823,57 @@ async fn stage(
         Some(e) => Err(e),
         None => Ok(summary),
     }
+}
+
+/// Exactly-once: brings the index back to the last committed transaction. Every decision
+/// was marked with its input position before it was made; a mark at or after the group's
+/// committed offset of its partition belongs to a transaction that was aborted or never
+/// committed, and the document it stored is removed, so that its record, read again, is
+/// decided as it was the first time.
+async fn align_index(d: &mut crate::dedup::Deduplicator, consumer: &StageConsumer) -> Result<()> {
+    let marks = d
+        .index()
+        .pending()
+        .context("cannot read the index's pending decisions")?;
+    if marks.is_empty() {
+        return Ok(());
+    }
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    for (position, _, _) in &marks {
+        let (topic, partition, _) = parse_position(position)
+            .ok_or_else(|| anyhow!("the index holds a pending decision of no input position"))?;
+        if tpl.find_partition(topic, partition).is_none() {
+            tpl.add_partition(topic, partition);
+        }
+    }
+    let got =
+        tokio::task::block_in_place(|| consumer.committed_offsets(tpl, Duration::from_secs(30)))
+            .context("cannot read the committed offsets to align the index with")?;
+    let mut committed: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for e in got.elements() {
+        if let rdkafka::Offset::Offset(o) = e.offset() {
+            committed.insert((e.topic().to_string(), e.partition()), o);
+        }
+    }
+    let started = Instant::now();
+    let done = d
+        .index_mut()
+        .undo_pending(&mut |position| {
+            parse_position(position).is_some_and(|(t, p, o)| {
+                committed
+                    .get(&(t.to_string(), p))
+                    .is_some_and(|&next| o < next)
+            })
+        })
+        .context("cannot undo the decisions of an uncommitted transaction")?;
+    info!(
+        uncommitted = done.uncommitted,
+        removed = done.removed,
+        committed = done.committed,
+        seconds = started.elapsed().as_secs_f64(),
+        "exactly-once: the index is aligned with the last committed transaction"
+    );
+    Ok(())
 }
 
 /// How long the final commit and closing the Kafka consumer may take each.

@@ -2,7 +2,8 @@
 //! once its output is acknowledged, a dead letter instead of an output the broker refuses
 //! as too large.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -10,7 +11,8 @@ use futures::stream::{FuturesOrdered, StreamExt};
 use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 use tracing::{error, warn};
 
@@ -117,8 +119,31 @@ impl Latencies {
     }
 }
 
+/// Input positions: (topic, partition) → the next offset to read.
+pub(super) type Positions = HashMap<(Arc<str>, i32), i64>;
+
+/// Exactly-once: the producer's transactions. Outputs go into the open transaction; every
+/// `interval` the stage stops sending, waits for the transaction's records to be
+/// acknowledged, adds the input positions after them to it and commits. The positions of
+/// each commit are published to `committed` (the decider clears its marks with them).
+pub(super) struct Transactions {
+    /// The producer's `transactional.id` (for messages).
+    pub(super) id: String,
+    /// How long a transaction collects outputs.
+    pub(super) interval: Duration,
+    /// The positions every commit so far covered.
+    pub(super) committed: Arc<Mutex<Positions>>,
+    /// Counts the records committed, for a revocation waiting for them.
+    pub(super) sync: Arc<super::kafka::TxnSync>,
+}
+
+/// How long one attempt at a transaction call may take (a retriable failure is tried again).
+const TRANSACTION_CALL: Duration = Duration::from_secs(10);
+
 /// Produces the outputs in order and stores each input offset once its output is
-/// acknowledged. Returns the number of acknowledged outputs.
+/// acknowledged (exactly-once: commits them in the outputs' transaction). Returns the
+/// number of acknowledged outputs.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn produce_loop(
     producer: Option<FutureProducer<StageContext>>,
     dead_topic: Arc<str>,
@@ -127,8 +152,10 @@ pub(super) async fn produce_loop(
     max_pending: usize,
     health: Arc<Health>,
     dry_run: bool,
+    txn: Option<Transactions>,
 ) -> (Result<u64>, Hops) {
     let mut lat = Hops::new();
+    let sync = txn.as_ref().map(|t| Arc::clone(&t.sync));
     let r = produce_inner(
         producer,
         dead_topic,
@@ -137,10 +164,61 @@ pub(super) async fn produce_loop(
         max_pending,
         health,
         dry_run,
+        txn,
         &mut lat,
     )
     .await;
+    if let Some(s) = sync {
+        s.stop();
+    }
     (r, lat)
+}
+
+/// Runs a transaction call on this thread (the runtime moves its other tasks away), again
+/// while it fails in a way the client calls retriable.
+pub(super) fn transaction_call(
+    what: &str,
+    txn: &Transactions,
+    mut call: impl FnMut() -> Result<(), KafkaError>,
+) -> Result<()> {
+    tokio::task::block_in_place(|| loop {
+        match call() {
+            Ok(()) => return Ok(()),
+            Err(KafkaError::Transaction(e)) if e.is_retriable() => {
+                warn!(error = %e, transactional_id = %txn.id, "{what}: trying again");
+            }
+            Err(e) => return Err(transaction_error(what, txn, e)),
+        }
+    })
+}
+
+/// The error that stops the stage when a transaction cannot go on.
+fn transaction_error(what: &str, txn: &Transactions, e: KafkaError) -> anyhow::Error {
+    let fenced = match &e {
+        KafkaError::Transaction(t) => {
+            t.is_fatal()
+                && matches!(
+                    t.code(),
+                    RDKafkaErrorCode::ProducerFenced
+                        | RDKafkaErrorCode::InvalidProducerEpoch
+                        | RDKafkaErrorCode::Fenced
+                )
+        }
+        _ => false,
+    };
+    if fenced {
+        anyhow!(
+            "fenced: another process started with transactional id {} (a newer instance of \
+             this index's stage); this one writes nothing more and stops ({what}: {e})",
+            txn.id
+        )
+    } else {
+        anyhow!(
+            "{what} failed: {e}; the open transaction is aborted by the broker and its records \
+             are decided again after a restart (transactional id {})",
+            txn.id
+        )
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -152,8 +230,17 @@ async fn produce_inner(
     max_pending: usize,
     health: Arc<Health>,
     dry_run: bool,
+    txn: Option<Transactions>,
     lat: &mut Hops,
 ) -> Result<u64> {
+    // exactly-once: a transaction is open from the first record after a commit; when its
+    // interval is over, nothing more is sent until its records are acknowledged and it is
+    // committed with the input positions after them
+    let txn = txn.filter(|_| producer.is_some() && !dry_run);
+    let mut in_txn: Option<Instant> = None;
+    let mut closing = false;
+    let mut positions: Positions = HashMap::new();
+    let mut txn_records = 0u64;
     type Ack = (
         Result<(), KafkaError>,
         Outbound,
@@ -165,141 +252,228 @@ async fn produce_inner(
     > = FuturesOrdered::new();
     let mut open = true;
     let mut acked = 0u64;
+    // the group generation the open transaction's records were consumed in, and a record of
+    // a later one, held until the transaction is committed
+    let mut txn_group: Option<super::Generation> = None;
+    let mut held: Option<Outbound> = None;
     loop {
-        if !open && pending.is_empty() {
-            break;
-        }
-        tokio::select! {
-            biased;
-            Some((res, ob, sent, extra)) = pending.next(), if !pending.is_empty() => {
-                if let Err(e) = extra {
-                    error!(error = %e, source_topic = %ob.inbound.topic,
-                        partition = ob.inbound.partition, offset = ob.inbound.offset,
-                        "a changelog record was not acknowledged: stopping without committing it");
-                    health.fail(&format!("{e:#}"));
-                    return Err(e);
-                }
-                let (res, ob) = match res {
-                    Err(e) if too_large(&e) && ob.label != "output_too_large" => {
-                        warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
-                            source_topic = %ob.inbound.topic, partition = ob.inbound.partition,
-                            offset = ob.inbound.offset, "output refused as too large: writing a dead letter instead");
-                        let fb = fallback(ob, dead_topic.clone(), &e);
-                        let res = match &producer {
-                            None => Ok(()),
-                            Some(p) => match send(p, &fb).await {
-                                Err(e) => Err(e),
-                                Ok(f) => match f.await {
-                                    Ok(Ok(_)) => Ok(()),
-                                    Ok(Err((e, _))) => Err(e),
-                                    Err(_) => Err(KafkaError::Canceled),
-                                },
-                            },
-                        };
-                        (res, fb)
-                    }
-                    other => (other, ob),
-                };
-                if let Err(e) = res {
-                    error!(error = %e, topic = %ob.topic, source_topic = %ob.inbound.topic,
-                        partition = ob.inbound.partition, offset = ob.inbound.offset,
-                        "an output was not acknowledged: stopping without committing it");
-                    metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
-                    let e = anyhow!("cannot produce to {}: {e}", ob.topic);
-                    health.fail(&format!("{e:#}"));
-                    return Err(e);
-                }
-                observe("produce", sent.elapsed());
-                let took = ob.inbound.consumed.elapsed().as_secs_f64();
-                metrics::histogram!(tm::RECORD_SECONDS).record(took);
-                lat.record.add(took);
-                let hop = |name: &'static str, l: &mut Latencies, d: Option<f64>| {
-                    if let Some(d) = d {
-                        l.add(d);
-                        metrics::histogram!(tm::HOP_SECONDS, "hop" => name).record(d);
-                    }
-                };
-                let i = &ob.inbound;
-                hop("broker", &mut lat.broker, i.broker_wait.map(|d| d.as_secs_f64()));
-                hop("decide", &mut lat.decide, Some(ob.decided.saturating_duration_since(i.consumed).as_secs_f64()));
-                if let Some((started, done)) = i.prepared {
-                    let d = |a: std::time::Instant, b: std::time::Instant| Some(b.saturating_duration_since(a).as_secs_f64());
-                    hop("queue", &mut lat.queue, d(i.consumed, started));
-                    hop("prepare", &mut lat.prepare, d(started, done));
-                    hop("in_order", &mut lat.in_order, d(done, ob.decided));
-                }
-                hop("produce", &mut lat.produce, Some(ob.decided.elapsed().as_secs_f64()));
-                hop("end_to_end", &mut lat.end_to_end, super::since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
-                let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
-                metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
-                    .increment(1);
-                if !dry_run {
-                    acked += 1;
-                    let i = &ob.inbound;
-                    if let Err(e) = consumer.store_offset(&i.topic, i.partition, i.offset) {
-                        // the partition was revoked: its new owner reprocesses the record
-                        tracing::debug!(error = %e, topic = %i.topic, partition = i.partition,
-                            offset = i.offset, "offset not stored");
-                    }
-                }
+        if let (Some(t), Some(p), true) = (&txn, &producer, pending.is_empty()) {
+            if in_txn.is_some() && (closing || !open) {
+                let group = txn_group.take();
+                commit(t, p, group.as_ref(), &mut positions)
+                    .await
+                    .inspect_err(|e| {
+                        error!(error = %e, "the transaction was not committed: stopping");
+                        health.fail(&format!("{e:#}"));
+                    })?;
+                t.sync.committed(std::mem::take(&mut txn_records));
+                in_txn = None;
+                closing = false;
             }
-            o = rx.recv(), if open && pending.len() < max_pending => match o {
-                None => open = false,
-                Some(ob) => {
-                    let sent = Instant::now();
-                    match &producer {
-                        None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent, Ok(())) })),
-                        Some(p) => {
-                            // the changelog records are sent first, in decision order on
-                            // their one partition; the input offset is stored only when they
-                            // and the output are acknowledged
-                            // (one that cannot be sent stops the stage before the output is
-                            // sent and before anything after it: no gap in the changelog)
-                            let mut acks: Vec<changelog::Ack> = Vec::with_capacity(ob.extra.len());
-                            for x in &ob.extra {
-                                match changelog::send(p, &x.topic, &x.key, x.payload.as_deref()).await {
-                                    Ok(f) => acks.push(f),
-                                    Err(e) => {
-                                        error!(error = %e, source_topic = %ob.inbound.topic,
-                                            partition = ob.inbound.partition, offset = ob.inbound.offset,
-                                            "a changelog record cannot be sent: stopping without committing it");
-                                        health.fail(&format!("{e:#}"));
-                                        return Err(e);
-                                    }
-                                }
-                            }
-                            let extra: Result<Vec<changelog::Ack>> = Ok(acks);
-                            let fut = send(p, &ob).await;
-                            pending.push_back(Box::pin(async move {
-                                let extra = match extra {
-                                    Ok(acks) => {
-                                        let mut r = Ok(());
-                                        for a in acks {
-                                            if let (Err(e), Ok(())) = (a.await, &r) {
-                                                r = Err(e);
-                                            }
-                                        }
-                                        r
-                                    }
-                                    Err(e) => Err(e),
-                                };
-                                let res = match fut {
+        }
+        let mut incoming = if in_txn.is_none() { held.take() } else { None };
+        if incoming.is_none() {
+            if !open && pending.is_empty() {
+                break;
+            }
+            let deadline = match (&txn, in_txn) {
+                (Some(t), Some(started)) if !closing => Some(started + t.interval),
+                _ => None,
+            };
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now).into()), if deadline.is_some() => {
+                    closing = true;
+                }
+                Some((res, ob, sent, extra)) = pending.next(), if !pending.is_empty() => {
+                    if let Err(e) = extra {
+                        error!(error = %e, source_topic = %ob.inbound.topic,
+                            partition = ob.inbound.partition, offset = ob.inbound.offset,
+                            "a changelog record was not acknowledged: stopping without committing it");
+                        health.fail(&format!("{e:#}"));
+                        return Err(e);
+                    }
+                    let (res, ob) = match res {
+                        Err(e) if too_large(&e) && ob.label != "output_too_large" => {
+                            warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
+                                source_topic = %ob.inbound.topic, partition = ob.inbound.partition,
+                                offset = ob.inbound.offset, "output refused as too large: writing a dead letter instead");
+                            let fb = fallback(ob, dead_topic.clone(), &e);
+                            let res = match &producer {
+                                None => Ok(()),
+                                Some(p) => match send(p, &fb).await {
                                     Err(e) => Err(e),
                                     Ok(f) => match f.await {
                                         Ok(Ok(_)) => Ok(()),
                                         Ok(Err((e, _))) => Err(e),
                                         Err(_) => Err(KafkaError::Canceled),
                                     },
-                                };
-                                (res, ob, sent, extra)
-                            }));
+                                },
+                            };
+                            (res, fb)
+                        }
+                        other => (other, ob),
+                    };
+                    if let Err(e) = res {
+                        error!(error = %e, topic = %ob.topic, source_topic = %ob.inbound.topic,
+                            partition = ob.inbound.partition, offset = ob.inbound.offset,
+                            "an output was not acknowledged: stopping without committing it");
+                        metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
+                        let e = anyhow!("cannot produce to {}: {e}", ob.topic);
+                        health.fail(&format!("{e:#}"));
+                        return Err(e);
+                    }
+                    observe("produce", sent.elapsed());
+                    let took = ob.inbound.consumed.elapsed().as_secs_f64();
+                    metrics::histogram!(tm::RECORD_SECONDS).record(took);
+                    lat.record.add(took);
+                    let hop = |name: &'static str, l: &mut Latencies, d: Option<f64>| {
+                        if let Some(d) = d {
+                            l.add(d);
+                            metrics::histogram!(tm::HOP_SECONDS, "hop" => name).record(d);
+                        }
+                    };
+                    let i = &ob.inbound;
+                    hop("broker", &mut lat.broker, i.broker_wait.map(|d| d.as_secs_f64()));
+                    hop("decide", &mut lat.decide, Some(ob.decided.saturating_duration_since(i.consumed).as_secs_f64()));
+                    if let Some((started, done)) = i.prepared {
+                        let d = |a: std::time::Instant, b: std::time::Instant| Some(b.saturating_duration_since(a).as_secs_f64());
+                        hop("queue", &mut lat.queue, d(i.consumed, started));
+                        hop("prepare", &mut lat.prepare, d(started, done));
+                        hop("in_order", &mut lat.in_order, d(done, ob.decided));
+                    }
+                    hop("produce", &mut lat.produce, Some(ob.decided.elapsed().as_secs_f64()));
+                    hop("end_to_end", &mut lat.end_to_end, super::since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
+                    let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
+                    metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
+                        .increment(1);
+                    if !dry_run {
+                        acked += 1;
+                        let i = &ob.inbound;
+                        if txn.is_some() {
+                            // committed with the transaction
+                            positions.insert((Arc::clone(&i.topic), i.partition), i.offset + 1);
+                            txn_records += 1;
+                        } else if let Err(e) = consumer.store_offset(&i.topic, i.partition, i.offset) {
+                            // the partition was revoked: its new owner reprocesses the record
+                            tracing::debug!(error = %e, topic = %i.topic, partition = i.partition,
+                                offset = i.offset, "offset not stored");
                         }
                     }
                 }
-            },
+                o = rx.recv(), if open && !closing && held.is_none() && pending.len() < max_pending => match o {
+                    None => open = false,
+                    Some(ob) => incoming = Some(ob),
+                },
+            }
+        }
+        let Some(ob) = incoming.take() else {
+            continue;
+        };
+        let sent = Instant::now();
+        if let (Some(t), Some(p)) = (&txn, &producer) {
+            // a transaction holds the records of one group generation: its offsets are
+            // committed with that generation, which the broker refuses once the group
+            // has moved on (a revoked partition's records are then decided again)
+            let generation = ob.inbound.generation.clone();
+            if in_txn.is_some()
+                && txn_group.as_ref().map(|g| g.epoch) != generation.as_ref().map(|g| g.epoch)
+            {
+                held = Some(ob);
+                closing = true;
+                continue;
+            }
+            if in_txn.is_none() {
+                transaction_call("begin a transaction", t, || p.begin_transaction())
+                    .inspect_err(|e| health.fail(&format!("{e:#}")))?;
+                in_txn = Some(sent);
+                txn_group = generation;
+            }
+        }
+        match &producer {
+            None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent, Ok(())) })),
+            Some(p) => {
+                // the changelog records are sent first, in decision order on
+                // their one partition; the input offset is stored only when they
+                // and the output are acknowledged
+                // (one that cannot be sent stops the stage before the output is
+                // sent and before anything after it: no gap in the changelog)
+                let mut acks: Vec<changelog::Ack> = Vec::with_capacity(ob.extra.len());
+                for x in &ob.extra {
+                    match changelog::send(p, &x.topic, &x.key, x.payload.as_deref()).await {
+                        Ok(f) => acks.push(f),
+                        Err(e) => {
+                            error!(error = %e, source_topic = %ob.inbound.topic,
+                                    partition = ob.inbound.partition, offset = ob.inbound.offset,
+                                    "a changelog record cannot be sent: stopping without committing it");
+                            health.fail(&format!("{e:#}"));
+                            return Err(e);
+                        }
+                    }
+                }
+                let extra: Result<Vec<changelog::Ack>> = Ok(acks);
+                let fut = send(p, &ob).await;
+                pending.push_back(Box::pin(async move {
+                    let extra = match extra {
+                        Ok(acks) => {
+                            let mut r = Ok(());
+                            for a in acks {
+                                if let (Err(e), Ok(())) = (a.await, &r) {
+                                    r = Err(e);
+                                }
+                            }
+                            r
+                        }
+                        Err(e) => Err(e),
+                    };
+                    let res = match fut {
+                        Err(e) => Err(e),
+                        Ok(f) => match f.await {
+                            Ok(Ok(_)) => Ok(()),
+                            Ok(Err((e, _))) => Err(e),
+                            Err(_) => Err(KafkaError::Canceled),
+                        },
+                    };
+                    (res, ob, sent, extra)
+                }));
+            }
         }
     }
     Ok(acked)
+}
+
+/// Commits the open transaction with the input positions after its records, and publishes
+/// them.
+async fn commit(
+    t: &Transactions,
+    p: &FutureProducer<StageContext>,
+    group: Option<&super::Generation>,
+    positions: &mut Positions,
+) -> Result<()> {
+    let started = Instant::now();
+    if !positions.is_empty() {
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), next) in positions.iter() {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*next))
+                .map_err(|e| anyhow!("offset {next} of {topic}/{partition}: {e}"))?;
+        }
+        let group = group
+            .and_then(|g| g.metadata.as_deref())
+            .ok_or_else(|| anyhow!("the consumer has no group metadata to commit offsets with"))?;
+        transaction_call("add the input offsets to the transaction", t, || {
+            p.send_offsets_to_transaction(&tpl, group, TRANSACTION_CALL)
+        })?;
+    }
+    transaction_call("commit the transaction", t, || {
+        p.commit_transaction(TRANSACTION_CALL)
+    })?;
+    metrics::counter!(tm::TRANSACTIONS).increment(1);
+    metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS).record(started.elapsed().as_secs_f64());
+    let mut c = t.committed.lock().unwrap_or_else(|e| e.into_inner());
+    for (k, v) in positions.drain() {
+        c.insert(k, v);
+    }
+    Ok(())
 }
 
 fn too_large(e: &KafkaError) -> bool {

@@ -1,4 +1,4 @@
-//! Shared harness of the broker tests: a real Kafka-protocol broker started per test, the
+//! Shared harness of the broker tests: an Apache Kafka broker started per test, the
 //! `neardup` binary as a child process, record generators and output readers.
 #![allow(dead_code)]
 
@@ -33,88 +33,121 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The broker binary: `NEARDUP_TEST_BROKER`, else `tansu` on the PATH or in cargo's bin.
-fn broker_binary() -> PathBuf {
-    if let Ok(p) = std::env::var("NEARDUP_TEST_BROKER") {
-        return PathBuf::from(p);
-    }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).map(|d| d.join("tansu")).collect())
-        .unwrap_or_default();
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(Path::new(&home).join(".cargo/bin/tansu"));
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-            "the broker tests need the Kafka-protocol broker `tansu`: run \
-             `bash scripts/install-deps.sh` (it installs it with cargo), or set NEARDUP_TEST_BROKER"
-        )
-        })
+/// The script that runs one Apache Kafka broker in the foreground (its jars come from
+/// `bash scripts/install-deps.sh`).
+fn broker_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-broker.sh")
 }
 
-/// A broker with SQLite storage in a temporary directory, killed on drop.
+/// TLS and SASL/SCRAM on a second listener: its port and the one user's credentials.
+struct Secure {
+    port: u16,
+    user: String,
+    password: String,
+}
+
+/// An Apache Kafka broker (one node, KRaft) with its data in a temporary directory, killed on
+/// drop.
 pub struct Broker {
     pub port: u16,
     pub dir: tempfile::TempDir,
+    controller_port: u16,
     child: Option<Child>,
-    /// The port the broker tells clients to use (its own, or a TLS proxy's in front of it).
-    advertised: u16,
-    /// Clients must authenticate with SASL/SCRAM.
-    authentication: bool,
+    secure: Option<Secure>,
 }
 
 impl Broker {
     pub fn start() -> Broker {
-        let dir = tempfile::tempdir().unwrap();
+        Broker::start_with(None)
+    }
+
+    /// A broker with a second listener that requires TLS (the certificate `server.pem` and
+    /// key `server.key` of `certs`) and SASL/SCRAM-SHA-512 as `user`; the plain listener
+    /// stays open for the tests' own clients. Returns the broker and the secure port.
+    pub fn start_secure(certs: &Path, user: &str, password: &str) -> (Broker, u16) {
         let port = free_port();
-        let mut b = Broker {
-            port,
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["server.pem", "server.key"] {
+            std::fs::copy(certs.join(f), dir.path().join(f)).unwrap();
+        }
+        let b = Broker::start_in(
             dir,
+            Some(Secure {
+                port,
+                user: user.to_string(),
+                password: password.to_string(),
+            }),
+        );
+        (b, port)
+    }
+
+    fn start_with(secure: Option<Secure>) -> Broker {
+        Broker::start_in(tempfile::tempdir().unwrap(), secure)
+    }
+
+    fn start_in(dir: tempfile::TempDir, secure: Option<Secure>) -> Broker {
+        let mut b = Broker {
+            port: free_port(),
+            dir,
+            controller_port: free_port(),
             child: None,
-            advertised: port,
-            authentication: false,
+            secure,
         };
         b.spawn();
         b
     }
 
     fn spawn(&mut self) {
-        let url = format!("tcp://127.0.0.1:{}", self.port);
-        let advertised = format!("tcp://127.0.0.1:{}", self.advertised);
         let log = std::fs::File::options()
             .create(true)
             .append(true)
-            .open(self.dir.path().join("broker.log"))
+            .open(self.dir.path().join("stdout.log"))
             .unwrap();
-        let child = Command::new(broker_binary())
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &advertised,
-                "--storage-engine",
-                "sqlite://tansu.db",
-            ])
-            .args(self.authentication.then_some("--authentication"))
-            .current_dir(self.dir.path())
-            .stdout(Stdio::null())
+        let mut cmd = Command::new("bash");
+        cmd.arg(broker_script())
+            .arg(self.dir.path())
+            .arg(self.port.to_string())
+            .arg(self.controller_port.to_string());
+        if let Some(s) = &self.secure {
+            cmd.arg(s.port.to_string())
+                .env("NEARDUP_BROKER_USER", &s.user)
+                .env("NEARDUP_BROKER_PASSWORD", &s.password);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("start the broker");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        // the broker answers metadata requests once it has registered with its controller
+        let probe: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("log_level", "3")
+            .create()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "the broker exited ({status}): {}",
+                    std::fs::read_to_string(self.dir.path().join("stdout.log")).unwrap_or_default()
+                );
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                if let Ok(md) = probe.fetch_metadata(None, Duration::from_secs(2)) {
+                    if !md.brokers().is_empty() {
+                        break;
+                    }
+                }
+            }
             assert!(
                 Instant::now() < deadline,
-                "the broker did not open its port"
+                "the broker did not start (see {})",
+                self.dir.path().join("broker.log").display()
             );
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(100));
         }
-        index_record_headers(&self.dir.path().join("tansu.db"));
+        self.child = Some(child);
     }
 
     /// Stops the broker (its data stays).
@@ -136,43 +169,10 @@ impl Broker {
         }
     }
 
-    /// Starts it again on the same port and data.
+    /// Starts it again on the same ports and data.
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
-    }
-
-    /// Starts it again requiring SASL/SCRAM authentication and advertising `port`, where a
-    /// TLS proxy forwards to it: clients then reach it only over TLS and only with
-    /// credentials.
-    pub fn restart_secure(&mut self, port: u16) {
-        self.advertised = port;
-        self.authentication = true;
-        self.restart();
-    }
-
-    /// Starts it again as it was first: plain, no authentication.
-    pub fn restart_open(&mut self) {
-        self.advertised = self.port;
-        self.authentication = false;
-        self.restart();
-    }
-
-    /// Creates a SASL/SCRAM-SHA-512 user (while the broker does not require authentication).
-    pub fn create_user(&self, name: &str, password: &str) {
-        output_ok(
-            Command::new(broker_binary()).args([
-                "user",
-                "create",
-                "--broker",
-                &format!("tcp://{}", self.addr()),
-                "--mechanism",
-                "scram512",
-                name,
-                password,
-            ]),
-            "create a broker user",
-        );
     }
 
     /// The broker's process id while it runs.
@@ -226,6 +226,35 @@ impl Broker {
                 _ => -1,
             })
             .collect()
+    }
+
+    /// Records of `topics`, including those of aborted transactions (transaction markers are
+    /// not records): read until 3 s pass without one.
+    pub fn read_uncommitted(&self, topics: &[&str]) -> usize {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("group.id", "neardup-test-uncommitted")
+            .set("isolation.level", "read_uncommitted")
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for t in topics {
+            let md = c.fetch_metadata(Some(t), Duration::from_secs(10)).unwrap();
+            for p in md.topics()[0].partitions() {
+                tpl.add_partition_offset(t, p.id(), Offset::Beginning)
+                    .unwrap();
+            }
+        }
+        c.assign(&tpl).unwrap();
+        let (mut n, mut last) = (0, Instant::now());
+        while last.elapsed() < Duration::from_secs(3) {
+            if let Some(Ok(_)) = c.poll(Duration::from_millis(200)) {
+                n += 1;
+                last = Instant::now();
+            }
+        }
+        n
     }
 
     pub fn read(&self, topics: &[&str], count: usize, timeout: Duration) -> Vec<Out> {
@@ -295,36 +324,6 @@ impl Broker {
 impl Drop for Broker {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// Adds an index on the record headers of the broker's SQLite storage. Without it every
-/// fetch reads every header ever written (the fetch looks up a record's headers by topic
-/// partition and offset, and the storage indexes no header column), so reads slow down as
-/// the stage's outputs, which carry headers, accumulate: a 30,000-record soak fell from
-/// 1,067 to 275 records/s. The index changes no result, only the broker's cost.
-fn index_record_headers(db: &Path) {
-    const SQL: &str = "import sqlite3, sys\n\
-        c = sqlite3.connect(sys.argv[1], timeout=5)\n\
-        c.execute('create index if not exists header_record on header (topition, offset_id)')\n\
-        c.commit()\n";
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let out = Command::new("python3")
-            .args(["-c", SQL])
-            .arg(db)
-            .output()
-            .expect("python3 (for the broker's storage index)");
-        if out.status.success() {
-            return;
-        }
-        // the broker creates its tables at start: retry until they exist
-        assert!(
-            Instant::now() < deadline,
-            "cannot index the broker's record headers: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

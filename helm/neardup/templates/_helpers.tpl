@@ -211,6 +211,8 @@ signed-topic = {{ .Values.kafka.signedTopic | toJson }}
 {{- if eq $role "decider" }}
 changelog-topic = {{ .Values.kafka.changelogTopic | toJson }}
 {{- end }}
+guarantee = {{ .Values.kafka.guarantee | toJson }}
+transaction-interval = {{ .Values.kafka.transactionInterval | toJson }}
 {{- $props := include "neardup.kafkaProperties" . | fromJsonArray }}
 {{- if $props }}
 kafka-property = [

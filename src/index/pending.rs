@@ -1,0 +1,183 @@
+//! Decisions not yet confirmed by the driver: what lets an index be brought back to the state
+//! of the driver's last commit after a crash.
+//!
+//! A driver that publishes decisions in transactions (the stage with exactly-once) marks each
+//! decision with its input's position before deciding ([`Index::mark_pending`]), and clears
+//! the marks its commits covered ([`Index::clear_pending`]). After a crash, the documents
+//! stored under marks that no commit covered are removed ([`Index::undo_pending`]), so the
+//! index holds exactly what the committed outputs announced, and the records after the last
+//! commit are decided again as they were the first time.
+//!
+//! A mark is a key of the `meta` family, `txn/` + the driver's position bytes (opaque here),
+//! whose value is the next document number at the time of the mark (u64 BE) and the
+//! document id. The number tells a document stored by the marked decision (its number is at
+//! least that) from one stored before under the same id (a repeated id stores nothing and
+//! must not be removed).
+
+use super::{reader, Batch, Family, Index, IndexError};
+
+const PREFIX: &[u8] = b"txn/";
+const END: &[u8] = b"txn0"; // '0' follows '/': the first key after every mark
+
+fn key(position: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(PREFIX.len() + position.len());
+    k.extend_from_slice(PREFIX);
+    k.extend_from_slice(position);
+    k
+}
+
+/// What [`Index::undo_pending`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Undone {
+    /// Marks no commit covered.
+    pub uncommitted: u64,
+    /// Documents removed because of them.
+    pub removed: u64,
+    /// Marks a commit covered (cleared only).
+    pub committed: u64,
+}
+
+impl Index {
+    /// Marks the decision about to be made for document `id` with the driver's `position`.
+    /// The mark is written to the log before the decision's own write.
+    pub fn mark_pending(&mut self, position: &[u8], id: &str) -> Result<(), IndexError> {
+        let mut v = Vec::with_capacity(8 + id.len());
+        v.extend_from_slice(&self.next_doc.to_be_bytes());
+        v.extend_from_slice(id.as_bytes());
+        let mut b = Batch::with_capacity(PREFIX.len() + position.len() + v.len(), 1);
+        b.put(Family::Meta, &key(position), &v);
+        self.store.write_buffered(b)?;
+        Ok(())
+    }
+
+    /// Clears the marks at these positions (their decisions were committed).
+    pub fn clear_pending<'a>(
+        &mut self,
+        positions: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Result<(), IndexError> {
+        let mut b = Batch::default();
+        let mut any = false;
+        for p in positions {
+            b.delete(Family::Meta, &key(p));
+            any = true;
+        }
+        if any {
+            self.store.write_buffered(b)?;
+        }
+        Ok(())
+    }
+
+    /// The marks, in position order: (position, next document number at the mark, id).
+    pub fn pending(&self) -> Result<Vec<(Vec<u8>, u64, String)>, IndexError> {
+        let mut out = Vec::new();
+        let mut bad = false;
+        self.store.scan(Family::Meta, PREFIX, END, &mut |k, v| {
+            if v.len() < 8 {
+                bad = true;
+                return false;
+            }
+            let num = u64::from_be_bytes(v[..8].try_into().expect("8 bytes"));
+            out.push((
+                k[PREFIX.len()..].to_vec(),
+                num,
+                String::from_utf8_lossy(&v[8..]).into_owned(),
+            ));
+            true
+        })?;
+        if bad {
+            return Err(IndexError::Corrupt("a pending decision's mark".into()));
+        }
+        Ok(out)
+    }
+
+    /// Brings the index back to the driver's last commit: for every mark that `committed`
+    /// says no commit covered, the document the marked decision stored is removed (with its
+    /// index entries); then every mark is cleared. Written to the log's file on return.
+    pub fn undo_pending(
+        &mut self,
+        committed: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<Undone, IndexError> {
+        let marks = self.pending()?;
+        let mut done = Undone::default();
+        // the latest decisions first, so that each removal undoes the last change
+        for (position, num, id) in marks.iter().rev() {
+            if committed(position) {
+                done.committed += 1;
+                continue;
+            }
+            done.uncommitted += 1;
+            if let Some((stored, _)) = reader::find_id(self.store.as_ref(), id)? {
+                if stored >= *num && self.remove_id(id)? {
+                    done.removed += 1;
+                }
+            }
+        }
+        let mut b = Batch::default();
+        for (position, _, _) in &marks {
+            b.delete(Family::Meta, &key(position));
+        }
+        self.store.write(b)?;
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{Decision, DecisionKind, DocRecord, IndexParams};
+    use crate::signature::Signatures;
+
+    fn doc(id: &str, first: u32) -> DocRecord {
+        DocRecord {
+            id: id.into(),
+            url: format!("https://example.org/{id}"),
+            first_seen: 1,
+            fingerprint: vec![first as u64],
+            sigs: Signatures::from_entries((first..first + 40).map(|h| (h, 1)).collect()).unwrap(),
+            decision: Decision::plain(DecisionKind::Unique),
+            delta: None,
+            template: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn uncommitted_decisions_are_undone_and_committed_or_repeated_ones_stay() {
+        let mut ix = Index::memory(IndexParams::default()).unwrap();
+        // committed before: a
+        ix.mark_pending(b"p0", "a").unwrap();
+        ix.put(&doc("a", 1000)).unwrap();
+        ix.clear_pending([&b"p0"[..]]).unwrap();
+        // marked, then the process died: b stored, a seen again (repeated: nothing stored),
+        // c marked but never stored
+        ix.mark_pending(b"p1", "b").unwrap();
+        ix.put(&doc("b", 2000)).unwrap();
+        ix.mark_pending(b"p2", "a").unwrap();
+        ix.mark_pending(b"p3", "c").unwrap();
+        // d stored under a mark a commit covered, its mark not yet cleared
+        ix.mark_pending(b"o1", "d").unwrap();
+        ix.put(&doc("d", 3000)).unwrap();
+        assert_eq!(ix.pending().unwrap().len(), 4);
+        let done = ix.undo_pending(&mut |p| p.starts_with(b"o")).unwrap();
+        assert_eq!(
+            done,
+            Undone {
+                uncommitted: 3,
+                removed: 1,
+                committed: 1
+            }
+        );
+        assert!(ix.find_id("a").unwrap().is_some(), "a repeated id stays");
+        assert!(
+            ix.find_id("b").unwrap().is_none(),
+            "an uncommitted decision goes"
+        );
+        assert!(
+            ix.find_id("d").unwrap().is_some(),
+            "a committed decision stays"
+        );
+        assert!(ix.pending().unwrap().is_empty());
+        // b decided again is found as a candidate as before
+        ix.put(&doc("b", 2000)).unwrap();
+        assert!(ix.find_id("b").unwrap().is_some());
+    }
+}

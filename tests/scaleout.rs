@@ -253,7 +253,17 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
         log.contains("changelog completed with the index's latest documents"),
         "{log}"
     );
-    b.produce("pages", second);
+    // the second third arrives over about 3 s, so that the kill lands while it is decided
+    let feed = {
+        let (addr, second) = (b.addr(), second.to_vec());
+        std::thread::spawn(move || {
+            let p = producer(&addr);
+            for chunk in second.chunks(10) {
+                send_all(&p, "pages", chunk);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
 
     // killed again, and its index directory lost with it
     wait_until(Duration::from_secs(120), "deciding under way again", || {
@@ -261,11 +271,17 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     });
     d.signal("KILL");
     assert_eq!(d.wait(Duration::from_secs(10)), None);
-    let decided_before = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120)).len();
+    let decided_before: BTreeSet<String> = b
+        .read(&OUTPUTS, usize::MAX, Duration::from_secs(120))
+        .iter()
+        .map(Out::source)
+        .collect();
     assert!(
-        decided_before < pages,
-        "killed mid-stream ({decided_before} of {pages})"
+        decided_before.len() < pages,
+        "killed mid-stream ({} of {pages})",
+        decided_before.len()
     );
+    feed.join().unwrap();
     std::fs::remove_dir_all(&index).unwrap();
 
     // a new decider restores the index from the changelog before it consumes

@@ -177,7 +177,7 @@ pub(super) fn settings(
                 .collect(),
         ),
         kafka_properties_file: None,
-        guarantee: Some(guarantee),
+        guarantee: None,
         transaction_interval,
     };
     let stage = StageOptions {
@@ -187,14 +187,18 @@ pub(super) fn settings(
         role: Some(role),
         ..Default::default()
     };
-    StageSettings::resolve(
+    let mut s = StageSettings::resolve(
         mode,
         &kafka,
         &stage,
         &ReplayOptions::default(),
         params.clone(),
         None,
-    )
+    )?;
+    // the throughput run reads the topic once in a replay: exactly-once is set on it here
+    // (a user's replay refuses it, for it may be run again over the same range)
+    s.guarantee = guarantee;
+    Ok(s)
 }
 
 /// The records of a corpus file that a broker can serve (at most `limit`).

@@ -477,12 +477,19 @@ async fn stage(
             align_index(d, &consumer).await?;
         }
     }
-    if let (Some(p), Some(topic), Some(d), false) =
-        (&producer, &s.changelog_topic, &dedup, exactly_once)
-    {
-        // the documents stored just before a crash may be missing from the changelog (with
-        // exactly-once they went into it in the transaction of their outputs)
+    if let (Some(p), Some(topic), Some(d)) = (&producer, &s.changelog_topic, &dedup) {
+        // the documents stored just before a crash may be missing from the changelog, or the
+        // changelog is new beside an existing index (with exactly-once, in a transaction of
+        // its own: a transactional producer sends nothing outside one)
+        if let Some(t) = &txn {
+            produce::transaction_call("begin a transaction", t, || p.begin_transaction())?;
+        }
         changelog::republish(s, d.index(), p, topic, summary.restored > 0).await?;
+        if let Some(t) = &txn {
+            produce::transaction_call("commit the transaction", t, || {
+                p.commit_transaction(Duration::from_secs(30))
+            })?;
+        }
     }
     let mut bounds = match s.mode {
         Mode::Run => {

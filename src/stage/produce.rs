@@ -271,6 +271,12 @@ async fn produce_inner(
                 closing = false;
             }
         }
+        if let (Some(t), Some(_)) = (&txn, in_txn) {
+            // a revocation waits for this transaction: commit it as soon as it may be
+            if t.sync.revoking.load(std::sync::atomic::Ordering::Acquire) {
+                closing = true;
+            }
+        }
         let mut incoming = if in_txn.is_none() { held.take() } else { None };
         if incoming.is_none() {
             if !open && pending.is_empty() {

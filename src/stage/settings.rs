@@ -424,6 +424,31 @@ impl StageSettings {
             bail!("max-record-bytes must be at least 1");
         }
         let guarantee = kafka.guarantee.unwrap_or_default();
+        if guarantee == Guarantee::ExactlyOnce {
+            if mode == Mode::Replay {
+                bail!(
+                    "guarantee exactly-once is for neardup run: a replay starts from --start, \
+                     not from committed offsets, so a replay run again after a crash writes its \
+                     outputs again whatever the guarantee"
+                );
+            }
+            // a transaction holds one group generation's records, and a revocation waits
+            // for them to be committed: the eager protocol revokes every partition before a
+            // generation changes, the incremental ones do not
+            let incremental = properties
+                .get("partition.assignment.strategy")
+                .is_some_and(|v| v.contains("cooperative"))
+                || properties
+                    .get("group.protocol")
+                    .is_some_and(|v| v.trim() == "consumer");
+            if incremental {
+                bail!(
+                    "guarantee exactly-once needs the classic group protocol with an eager \
+                     assignor (range or roundrobin): drop partition.assignment.strategy \
+                     cooperative-sticky and group.protocol=consumer"
+                );
+            }
+        }
         let transaction_interval = kafka
             .transaction_interval
             .unwrap_or(DEFAULT_TRANSACTION_INTERVAL);
@@ -583,6 +608,31 @@ mod tests {
         assert_eq!(s.guarantee, Guarantee::ExactlyOnce);
         assert_eq!(s.transaction_interval, Duration::from_millis(250));
         assert!("exactly_once".parse::<Guarantee>().is_err());
+        let eos = || KafkaOptions {
+            guarantee: Some(Guarantee::ExactlyOnce),
+            ..Default::default()
+        };
+        let e = StageSettings::resolve(
+            Mode::Replay,
+            &eos(),
+            &Default::default(),
+            &Default::default(),
+            IndexParams::default(),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("exactly-once is for neardup run"),
+            "{e}"
+        );
+        let k = KafkaOptions {
+            kafka_property: Some(vec![
+                "partition.assignment.strategy=cooperative-sticky".into()
+            ]),
+            ..eos()
+        };
+        let e = resolve(k, Default::default(), Default::default()).unwrap_err();
+        assert!(e.to_string().contains("eager assignor"), "{e}");
         for bad in [Duration::ZERO, Duration::from_secs(31)] {
             let k = KafkaOptions {
                 transaction_interval: Some(bad),

@@ -337,9 +337,9 @@ pub struct KafkaOptions {
     /// [default: at-least-once]
     #[arg(long, env = "NEARDUP_GUARANTEE")]
     pub guarantee: Option<Guarantee>,
-    /// Exactly-once: how long a transaction collects outputs before it commits, e.g. 100ms;
+    /// Exactly-once: how long a transaction collects outputs before it commits, e.g. 250ms;
     /// a read_committed consumer sees an output at the latest this long after it was decided
-    /// [default: 100ms]
+    /// [default: 250ms]
     #[arg(long, env = "NEARDUP_TRANSACTION_INTERVAL", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub transaction_interval: Option<Duration>,

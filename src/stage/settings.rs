@@ -99,10 +99,10 @@ pub enum Membership {
     Dynamic,
 }
 
-/// How long an exactly-once transaction collects outputs before it commits by default: the
-/// interval of the transactional producer's published measurement (about 3 % of throughput
-/// at 100 ms), measured here in docs/benchmarks.
-pub const DEFAULT_TRANSACTION_INTERVAL: Duration = Duration::from_millis(100);
+/// How long an exactly-once transaction collects outputs before it commits by default: at
+/// 250 ms exactly-once cost under 5 % of the stage's throughput here, at 100 ms about 6 %
+/// (docs/benchmarks/2026-11-27-exactly-once.md).
+pub const DEFAULT_TRANSACTION_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The name of the file in the index directory that keeps a generated instance id.
 pub const INSTANCE_ID_FILE: &str = "instance-id";

@@ -501,16 +501,7 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
         ids.insert(o.source());
     }
     assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
-    let mut n: BTreeMap<String, usize> = BTreeMap::new();
-    for o in &outs {
-        *n.entry(o.source()).or_default() += 1;
-    }
-    let repeated: Vec<_> = n.iter().filter(|(_, c)| **c > 1).take(5).collect();
-    assert!(
-        repeated.is_empty(),
-        "answered more than once, e.g. {repeated:?}"
-    );
-    assert_eq!(n.len(), records.len(), "every input answered");
+    check_exactly_once(&outs, &ids);
     let signed = b.read(&[SIGNED], usize::MAX, Duration::from_secs(120));
     assert_eq!(
         signed.len(),

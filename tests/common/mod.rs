@@ -228,14 +228,15 @@ impl Broker {
             .collect()
     }
 
-    /// Records of `topics`, including those of aborted transactions (transaction markers are
-    /// not records): read until 3 s pass without one.
-    pub fn read_uncommitted(&self, topics: &[&str]) -> usize {
+    /// A consumer of every partition of `topics` from the beginning, outside any group's
+    /// offsets, at `isolation` (read_committed or read_uncommitted).
+    fn reader(&self, topics: &[&str], isolation: &str) -> BaseConsumer {
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())
-            .set("group.id", "neardup-test-uncommitted")
-            .set("isolation.level", "read_uncommitted")
+            .set("group.id", "neardup-test-reader")
+            .set("isolation.level", isolation)
             .set("enable.auto.commit", "false")
+            .set("fetch.wait.max.ms", "50")
             .create()
             .unwrap();
         let mut tpl = TopicPartitionList::new();
@@ -247,6 +248,13 @@ impl Broker {
             }
         }
         c.assign(&tpl).unwrap();
+        c
+    }
+
+    /// Records of `topics`, including those of aborted transactions (transaction markers are
+    /// not records): read until 3 s pass without one.
+    pub fn read_uncommitted(&self, topics: &[&str]) -> usize {
+        let c = self.reader(topics, "read_uncommitted");
         let (mut n, mut last) = (0, Instant::now());
         while last.elapsed() < Duration::from_secs(3) {
             if let Some(Ok(_)) = c.poll(Duration::from_millis(200)) {
@@ -270,22 +278,7 @@ impl Broker {
         timeout: Duration,
         quiet: Duration,
     ) -> Vec<Out> {
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("group.id", "neardup-test-reader")
-            .set("enable.auto.commit", "false")
-            .set("fetch.wait.max.ms", "50")
-            .create()
-            .unwrap();
-        let mut tpl = TopicPartitionList::new();
-        for t in topics {
-            let md = c.fetch_metadata(Some(t), Duration::from_secs(10)).unwrap();
-            for p in md.topics()[0].partitions() {
-                tpl.add_partition_offset(t, p.id(), Offset::Beginning)
-                    .unwrap();
-            }
-        }
-        c.assign(&tpl).unwrap();
+        let c = self.reader(topics, "read_committed");
         let mut out = Vec::new();
         let deadline = Instant::now() + timeout;
         let mut last = Instant::now();
@@ -813,4 +806,30 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// How many outputs answer each input (its page id, or a dead letter's source position).
+pub fn answers(outs: &[Out]) -> BTreeMap<String, usize> {
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    for o in outs {
+        *n.entry(o.source()).or_default() += 1;
+    }
+    n
+}
+
+/// Every input of `ids` answered exactly once, and nothing else answered.
+pub fn check_exactly_once(outs: &[Out], ids: &std::collections::BTreeSet<String>) {
+    let n = answers(outs);
+    let missing: Vec<_> = ids
+        .iter()
+        .filter(|id| !n.contains_key(*id))
+        .take(5)
+        .collect();
+    assert!(missing.is_empty(), "inputs not answered, e.g. {missing:?}");
+    let repeated: Vec<_> = n.iter().filter(|(_, c)| **c > 1).take(5).collect();
+    assert!(
+        repeated.is_empty(),
+        "inputs answered more than once, e.g. {repeated:?}"
+    );
+    assert_eq!(n.len(), ids.len(), "outputs for inputs never sent");
 }

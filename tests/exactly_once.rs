@@ -133,10 +133,6 @@ fn twenty_kills_with_exactly_once_answer_every_input_once_as_one_run_would() {
         differ.is_empty(),
         "decisions differ from an uninterrupted run, e.g. {differ:?}"
     );
-    // kills landed with transactions under way: outputs were produced and later taken back
-    let mid = kills.iter().filter(|k| k.0 == "mid-stream").count();
-    assert_eq!(kills.len(), 20);
-    assert_eq!(mid, 14);
     // an uncommitted transaction's outputs exist on the broker but are not read: reading
     // uncommitted shows more records than inputs
     let all = b.read_uncommitted(&OUTPUTS);

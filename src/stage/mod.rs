@@ -627,7 +627,7 @@ async fn stage(
             metrics::counter!(tm::RECORDS_IN, "topic" => topic.to_string()).increment(1);
             summary.records += 1;
             let value = m.payload().unwrap_or_default();
-            let inbound = Inbound {
+            let mut inbound = Inbound {
                 topic: Arc::from(topic),
                 partition,
                 offset,
@@ -643,7 +643,6 @@ async fn stage(
             };
             let payload = m.payload().map(<[u8]>::to_vec).unwrap_or_default();
             drop(m);
-            let mut inbound = inbound;
             if exactly_once {
                 let epoch = ctx.rebalances();
                 if generation.as_ref().is_none_or(|g| g.epoch != epoch) {

@@ -456,12 +456,18 @@ pub struct StageOptions {
     /// Logs: auto (JSON unless on a terminal), json or text [default: auto]
     #[arg(long, env = "NEARDUP_LOG_FORMAT")]
     pub log_format: Option<LogFormat>,
+    /// A decider with a standby: two decider processes of one index, each with its own
+    /// index directory; the one the signed topic is assigned to decides, the other follows
+    /// the changelog into its index and takes over when the first is gone (needs exactly-once
+    /// and a changelog; the group session is 10 s unless set)
+    #[arg(long, env = "NEARDUP_STANDBY", num_args = 0..=1, default_missing_value = "true")]
+    pub standby: Option<bool>,
 }
 
 impl StageOptions {
     fn or(mut self, o: StageOptions) -> StageOptions {
         or_fields!(self, o; role, index, listen, grace_period, failure_hold, max_in_flight, no_text,
-            max_record_bytes, jobs, log_format);
+            max_record_bytes, jobs, log_format, standby);
         self
     }
 }

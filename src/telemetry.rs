@@ -62,6 +62,11 @@ pub const CHANGELOG_RESTORED: &str = "neardup_changelog_restored_records_total";
 pub const CHANGELOG_REMAINING: &str = "neardup_changelog_restore_remaining_records";
 /// Counter: index mutations written to the changelog and acknowledged.
 pub const CHANGELOG_WRITTEN: &str = "neardup_changelog_records_total";
+/// Gauge: 1 while a decider with a standby follows the changelog, 0 while it decides.
+pub const STANDBY: &str = "neardup_standby";
+/// Gauge: seconds the last take-over by a standby took (fencing the other decider and
+/// reading the changelog to its end).
+pub const TAKEOVER_SECONDS: &str = "neardup_standby_takeover_seconds";
 /// Histogram, labels `endpoint` (group, explain): seconds per serving request.
 pub const SERVE_SECONDS: &str = "neardup_serve_duration_seconds";
 /// Counter, labels `endpoint`, `status`: serving requests answered.
@@ -158,6 +163,16 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "histogram",
         "Seconds to commit an exactly-once transaction.",
     ),
+    (
+        STANDBY,
+        "gauge",
+        "1 while a standby decider follows the changelog, 0 while it decides.",
+    ),
+    (
+        TAKEOVER_SECONDS,
+        "gauge",
+        "Seconds the last take-over by a standby took.",
+    ),
     (READY, "gauge", "1 when the stage is ready."),
     (FAILED, "gauge", "1 after a fatal error."),
     (
@@ -221,6 +236,8 @@ pub struct Health {
     pub serve_only: AtomicBool,
     /// Restoring the index from the changelog: how far, for `/readyz`.
     pub restoring: std::sync::Mutex<Option<String>>,
+    /// A standby decider following the changelog (ready with no partitions assigned).
+    pub following: AtomicBool,
 }
 
 impl Health {
@@ -232,10 +249,12 @@ impl Health {
         }
     }
 
-    /// Ready: index open, partitions assigned, brokers reachable, not draining or failed.
+    /// Ready: index open, partitions assigned (or a standby following the changelog),
+    /// brokers reachable, not draining or failed.
     pub fn ready(&self) -> bool {
         let kafka = self.serve_only.load(Ordering::Relaxed)
-            || (self.assigned.load(Ordering::Relaxed) > 0
+            || ((self.assigned.load(Ordering::Relaxed) > 0
+                || self.following.load(Ordering::Relaxed))
                 && !self.brokers_down.load(Ordering::Relaxed));
         self.index_open.load(Ordering::Relaxed)
             && kafka
@@ -283,6 +302,8 @@ impl Health {
             "ready"
         } else if self.brokers_down.load(Ordering::Relaxed) {
             "brokers unreachable"
+        } else if self.following.load(Ordering::Relaxed) {
+            "ready: standby, following the changelog"
         } else if self.assigned.load(Ordering::Relaxed) == 0 {
             "no partitions assigned"
         } else {

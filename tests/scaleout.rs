@@ -519,3 +519,151 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
         "no kill left an aborted transaction ({all} records)"
     );
 }
+
+/// A decider with a standby, at defaults: two deciders of one index (`--standby`), each with
+/// its own index directory, and a signer, all exactly-once, while pages arrive. The
+/// deciding one is killed (SIGKILL): the standby takes over. Later the deciding one is
+/// paused (SIGSTOP): the other takes over, and the paused one, resumed, is fenced and stops.
+/// A decider that exits (fenced, or handing the signed topic back) is started again, as its
+/// pod would be. A read_committed consumer sees every input answered exactly once, and the
+/// decisions are those of one uninterrupted process over the decided order.
+#[test]
+fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_once() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let eos = ["--guarantee", "exactly-once"];
+    let mut starts = 0usize;
+    let mut start_decider = |i: usize| -> Stage {
+        starts += 1;
+        let name = format!("decider-{i}");
+        let mut args = vec!["--role", "decider", "--instance-id", &name, "--standby"];
+        args.extend(eos);
+        Stage::start(
+            &b,
+            &d.join(format!("index-{i}")),
+            &d.join(format!("{name}-{starts}.log")),
+            &args,
+        )
+    };
+    let mut deciders = [start_decider(0), start_decider(1)];
+    let mut signer_args = vec!["--role", "signer", "--instance-id", "signer-a"];
+    signer_args.extend(eos);
+    let signer = Stage::start(
+        &b,
+        &d.join("signer-unused"),
+        &d.join("signer.log"),
+        &signer_args,
+    );
+    for s in deciders.iter().chain([&signer]) {
+        s.wait_ready(Duration::from_secs(90));
+    }
+    let (records, bad) = inputs(env_or("NEARDUP_STANDBY_STORIES", 2500));
+    let mut ids = ids(&records);
+    // 100 records a second, about 75 s
+    let feed = {
+        let (addr, records) = (b.addr(), records.clone());
+        std::thread::spawn(move || {
+            let p = producer(&addr);
+            for chunk in records.chunks(20) {
+                send_all(&p, "pages", chunk);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    // the deciding one: its standby gauge is 0 and it has written
+    let standby_gauge = |s: &Stage| -> Option<f64> {
+        let (_, body) = s.get("/metrics")?;
+        body.lines()
+            .find_map(|l| l.strip_prefix("neardup_standby ")?.trim().parse().ok())
+    };
+    let deciding = |ds: &[Stage; 2]| -> Option<usize> {
+        (0..2).find(|&i| {
+            standby_gauge(&ds[i]) == Some(0.0)
+                && ds[i].metric("neardup_records_out_total", "") > 0.0
+        })
+    };
+    // a decider that stopped (handed over, or fenced) starts again, as its pod would
+    let restart_exited = |ds: &mut [Stage; 2], start: &mut dyn FnMut(usize) -> Stage| {
+        for (i, d) in ds.iter_mut().enumerate() {
+            if let Some(st) = d.child.try_wait().unwrap() {
+                eprintln!("decider-{i} exited ({st}); starting it again");
+                *d = start(i);
+            }
+        }
+    };
+    let mut takeovers = Vec::new();
+    for how in ["KILL", "STOP"] {
+        let mut active = None;
+        wait_until(Duration::from_secs(120), "a decider decides", || {
+            restart_exited(&mut deciders, &mut start_decider);
+            active = deciding(&deciders);
+            active.is_some()
+        });
+        let a = active.unwrap();
+        let other = 1 - a;
+        deciders[other].wait_ready(Duration::from_secs(90));
+        std::thread::sleep(Duration::from_millis(1500));
+        let before = deciders[other].metric("neardup_records_out_total", "");
+        let written = deciders[a].metric("neardup_records_out_total", "");
+        let t = std::time::Instant::now();
+        deciders[a].signal(how);
+        wait_until(Duration::from_secs(120), "the standby takes over", || {
+            standby_gauge(&deciders[other]) == Some(0.0)
+                && deciders[other].metric("neardup_records_out_total", "") > before
+        });
+        let took = t.elapsed().as_secs_f64();
+        let own = deciders[other].metric("neardup_standby_takeover_seconds", "");
+        eprintln!(
+            "SIG{how} of decider-{a}: decider-{other} decides {took:.1} s later (its take-over: {own:.2} s)"
+        );
+        takeovers.push(took);
+        if how == "KILL" {
+            assert_eq!(deciders[a].wait(Duration::from_secs(10)), None);
+            deciders[a] = start_decider(a);
+        } else {
+            // resumed, the paused decider is fenced: it stops with an error and writes
+            // nothing more (the exactly-once check below sees no repeat)
+            deciders[a].signal("CONT");
+            let code = deciders[a].wait(Duration::from_secs(120));
+            let log = std::fs::read_to_string(&deciders[a].log).unwrap();
+            assert!(
+                code.is_some_and(|c| c != 0) && log.contains("fenced"),
+                "the resumed decider stops, fenced ({code:?}); log:\n{log}"
+            );
+            eprintln!(
+                "decider-{a} resumed: fenced, exit {code:?} ({written} outputs before the pause)"
+            );
+            deciders[a] = start_decider(a);
+        }
+    }
+    feed.join().unwrap();
+    wait_until(Duration::from_secs(600), "every input answered", || {
+        restart_exited(&mut deciders, &mut start_decider);
+        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
+    });
+    for s in deciders.iter_mut().chain([&mut { signer }]) {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+    let outs = b.read_quiet(
+        &OUTPUTS,
+        usize::MAX,
+        Duration::from_secs(120),
+        Duration::from_secs(5),
+    );
+    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+        ids.insert(o.source());
+    }
+    assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
+    check_exactly_once(&outs, &ids);
+    let order = decided_order(&b, &records);
+    assert_eq!(order.len(), records.len() - bad);
+    assert_eq!(decisions(&outs), file_mode(&order, d));
+    eprintln!(
+        "take-over after SIGKILL {:.1} s, after SIGSTOP {:.1} s",
+        takeovers[0], takeovers[1]
+    );
+}

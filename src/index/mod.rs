@@ -10,6 +10,8 @@
 //! | `meta` | `format_version` | u32 BE |
 //! | `meta` | `params` | JSON of [`IndexParams`] |
 //! | `meta` | `next_doc` | u64 BE: the next internal document number |
+//! | `meta` | `txn/` ‖ driver's position | a decision not yet committed ([`pending`]) |
+//! | `meta` | `changelog_next` | u64 BE: the changelog offset after what the index holds unmarked ([`pending`]) |
 //! | `docs` | doc number u64 BE | [`docs::DocRecord`] (layout in [`docs`]) |
 //! | `ids` | document id (UTF-8) | doc number u64 BE |
 //! | `alg_g` | table u16 BE ‖ permuted fingerprint u64 BE ‖ doc u64 BE | fingerprint u64 BE |

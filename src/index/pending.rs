@@ -13,11 +13,21 @@
 //! document id. The number tells a document stored by the marked decision (its number is at
 //! least that) from one stored before under the same id (a repeated id stores nothing and
 //! must not be removed).
+//!
+//! A driver that also writes the index's mutations to a changelog keeps, with each clearing,
+//! the changelog's position after the records its commits covered (`changelog_next`, u64
+//! BE, in `meta`). An index that follows that changelog (a standby) is then exactly the
+//! changelog below that position plus the documents under marks: [`Index::rewind_pending`]
+//! removes the latter, and reading the changelog on from the position brings the committed
+//! ones back under their own numbers.
 
 use super::{reader, Batch, Family, Index, IndexError};
 
 const PREFIX: &[u8] = b"txn/";
+const META_NEXT_DOC_LEN: usize = 16;
 const END: &[u8] = b"txn0"; // '0' follows '/': the first key after every mark
+/// The changelog's offset after the records the index holds without a mark.
+const CHANGELOG_NEXT: &[u8] = b"changelog_next";
 
 fn key(position: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(PREFIX.len() + position.len());
@@ -50,10 +60,13 @@ impl Index {
         Ok(())
     }
 
-    /// Clears the marks at these positions (their decisions were committed).
+    /// Clears the marks at these positions (their decisions were committed), and records
+    /// `changelog_next`, the changelog offset after the records those commits covered, in
+    /// the same write.
     pub fn clear_pending<'a>(
         &mut self,
         positions: impl IntoIterator<Item = &'a [u8]>,
+        changelog_next: Option<u64>,
     ) -> Result<(), IndexError> {
         let mut b = Batch::default();
         let mut any = false;
@@ -61,10 +74,56 @@ impl Index {
             b.delete(Family::Meta, &key(p));
             any = true;
         }
+        if let Some(n) = changelog_next {
+            b.put(Family::Meta, CHANGELOG_NEXT, &n.to_be_bytes());
+            any = true;
+        }
         if any {
             self.store.write_buffered(b)?;
         }
         Ok(())
+    }
+
+    /// The changelog offset after the records this index holds without a mark (`None`:
+    /// never recorded).
+    pub fn changelog_next(&self) -> Result<Option<u64>, IndexError> {
+        match self.store.get(Family::Meta, CHANGELOG_NEXT)? {
+            None => Ok(None),
+            Some(v) => {
+                Ok(Some(u64::from_be_bytes(v.as_slice().try_into().map_err(
+                    |_| IndexError::Corrupt("changelog_next".into()),
+                )?)))
+            }
+        }
+    }
+
+    /// Records the changelog offset after the records applied to this index (a follower of
+    /// the changelog, or a restore from it).
+    pub fn set_changelog_next(&mut self, next: u64) -> Result<(), IndexError> {
+        let mut b = Batch::with_capacity(CHANGELOG_NEXT.len() + 8, 1);
+        b.put(Family::Meta, CHANGELOG_NEXT, &next.to_be_bytes());
+        self.store.write_buffered(b)?;
+        Ok(())
+    }
+
+    /// Removes every document a marked decision stored, committed or not, and numbers the
+    /// next document as the first of them would have been: the index is then the changelog
+    /// below [`Index::changelog_next`], and the committed ones come back from the changelog
+    /// under the numbers they had. Every document a marked decision stored has a number at
+    /// least its mark's (a repeated id stores nothing, a sweep only removes), so none from
+    /// before the marks is touched.
+    pub fn rewind_pending(&mut self) -> Result<Undone, IndexError> {
+        let first = self.pending()?.iter().map(|(_, num, _)| *num).min();
+        let done = self.undo_pending(&mut |_| false)?;
+        if let Some(num) = first {
+            if num < self.next_doc {
+                let mut b = Batch::with_capacity(META_NEXT_DOC_LEN, 1);
+                b.put(Family::Meta, super::META_NEXT_DOC, &num.to_be_bytes());
+                self.store.write(b)?;
+                self.next_doc = num;
+            }
+        }
+        Ok(done)
     }
 
     /// The marks, in position order: (position, next document number at the mark, id).
@@ -146,7 +205,8 @@ mod tests {
         // committed before: a
         ix.mark_pending(b"p0", "a").unwrap();
         ix.put(&doc("a", 1000)).unwrap();
-        ix.clear_pending([&b"p0"[..]]).unwrap();
+        ix.clear_pending([&b"p0"[..]], Some(7)).unwrap();
+        assert_eq!(ix.changelog_next().unwrap(), Some(7));
         // marked, then the process died: b stored, a seen again (repeated: nothing stored),
         // c marked but never stored
         ix.mark_pending(b"p1", "b").unwrap();
@@ -179,5 +239,34 @@ mod tests {
         // b decided again is found as a candidate as before
         ix.put(&doc("b", 2000)).unwrap();
         assert!(ix.find_id("b").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_rewind_removes_every_marked_document_and_numbers_from_the_first() {
+        let mut ix = Index::memory(IndexParams::default()).unwrap();
+        assert_eq!(ix.changelog_next().unwrap(), None);
+        ix.put(&doc("a", 1000)).unwrap();
+        ix.set_changelog_next(1).unwrap();
+        ix.mark_pending(b"p1", "b").unwrap();
+        ix.put(&doc("b", 2000)).unwrap();
+        ix.mark_pending(b"p2", "a").unwrap();
+        ix.mark_pending(b"p3", "c").unwrap();
+        ix.put(&doc("c", 3000)).unwrap();
+        assert_eq!(ix.next_doc(), 3);
+        let done = ix.rewind_pending().unwrap();
+        assert_eq!((done.uncommitted, done.removed), (3, 2));
+        assert!(ix.find_id("a").unwrap().is_some(), "unmarked: stays");
+        assert!(ix.find_id("b").unwrap().is_none() && ix.find_id("c").unwrap().is_none());
+        assert_eq!(ix.next_doc(), 1, "the next document takes b's number");
+        assert_eq!(ix.changelog_next().unwrap(), Some(1));
+        // b, committed, comes back from the changelog under its number
+        assert!(ix.restore_put(1, &doc("b", 2000)).unwrap());
+        assert_eq!(
+            reader::find_id(ix.store.as_ref(), "b")
+                .unwrap()
+                .map(|(n, _)| n),
+            Some(1)
+        );
+        assert!(ix.rewind_pending().unwrap() == Undone::default());
     }
 }

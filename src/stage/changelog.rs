@@ -203,23 +203,16 @@ pub(super) fn restore(
         last_progress = Instant::now();
         next = m.offset() + 1;
         read += 1;
-        let change = changelog::decode(m.key().unwrap_or_default(), m.payload(), &params_id)
-            .map_err(|why| {
-                anyhow!(
-                    "changelog {topic} offset {}: {why}; the index cannot be restored past it",
-                    m.offset()
-                )
-            })?;
-        match change {
-            changelog::Restore::Put(num, rec) => stored += u64::from(index.restore_put(num, &rec)?),
-            changelog::Restore::Delete(id) => removed += u64::from(index.remove_id(&id)?),
-        }
+        let (put, gone) = apply(index, topic, &m, &params_id)?;
+        stored += put;
+        removed += gone;
         metrics::counter!(tm::CHANGELOG_RESTORED).increment(1);
         if last_report.elapsed() >= Duration::from_secs(1) {
             last_report = Instant::now();
             report(read);
         }
     }
+    index.set_changelog_next(next as u64)?;
     index.flush()?;
     std::fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
     metrics::gauge!(tm::CHANGELOG_REMAINING).set(0.0);
@@ -236,6 +229,26 @@ pub(super) fn restore(
         "index restored from the changelog"
     );
     Ok(stored)
+}
+
+/// Applies one changelog record to the index: (documents stored, documents removed).
+pub(super) fn apply(
+    index: &mut Index,
+    topic: &str,
+    m: &rdkafka::message::BorrowedMessage<'_>,
+    params_id: &str,
+) -> Result<(u64, u64)> {
+    let change =
+        changelog::decode(m.key().unwrap_or_default(), m.payload(), params_id).map_err(|why| {
+            anyhow!(
+                "changelog {topic} offset {}: {why}; the index cannot be restored past it",
+                m.offset()
+            )
+        })?;
+    Ok(match change {
+        changelog::Restore::Put(num, rec) => (u64::from(index.restore_put(num, &rec)?), 0),
+        changelog::Restore::Delete(id) => (0, u64::from(index.remove_id(&id)?)),
+    })
 }
 
 /// Writes the index's last `max-in-flight` documents to the changelog again (all of them
@@ -294,8 +307,8 @@ pub(super) async fn republish(
     Ok(())
 }
 
-/// A changelog record on its way: resolves when it is acknowledged.
-pub(super) type Ack = std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>>;
+/// A changelog record on its way: resolves to its offset when it is acknowledged.
+pub(super) type Ack = std::pin::Pin<Box<dyn std::future::Future<Output = Result<i64>> + Send>>;
 
 /// Sends one changelog record (partition 0; `None`: a tombstone).
 pub(super) async fn send(
@@ -323,9 +336,9 @@ pub(super) async fn send(
     let topic: Arc<str> = Arc::from(topic);
     Ok(Box::pin(async move {
         match fut.await {
-            Ok(Ok(_)) => {
+            Ok(Ok(delivery)) => {
                 metrics::counter!(tm::CHANGELOG_WRITTEN).increment(1);
-                Ok(())
+                Ok(delivery.offset)
             }
             Ok(Err((e, _))) => Err(anyhow!("changelog {topic} refused a record: {e}")),
             Err(_) => Err(anyhow!("changelog {topic}: the delivery was cancelled")),

@@ -9,7 +9,7 @@ use anyhow::{anyhow, Context, Result};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use super::produce::Positions;
+use super::produce::Committed;
 use super::{
     now_secs, observe, position_bytes, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL,
     HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
@@ -162,11 +162,13 @@ pub(super) fn decide_loop(
     mut jobs: mpsc::Receiver<Job>,
     out: mpsc::Sender<Outbound>,
     counts: &mut Counts,
-    committed: Option<Arc<Mutex<Positions>>>,
+    committed: Option<Arc<Mutex<Committed>>>,
 ) -> Result<()> {
     let params_id = record::params_id(&s.params);
     // exactly-once: the marks of the decisions no commit has covered yet, in decision order
     let mut marks: VecDeque<(Arc<str>, i32, i64)> = VecDeque::new();
+    // exactly-once: the changelog offset after the last commit, as recorded in the index
+    let mut changelog_next: Option<i64> = None;
     let max_out = max_output_bytes(s);
     let (unique_t, dup_t, dead_t): (Arc<str>, Arc<str>, Arc<str>) = (
         Arc::from(s.unique_topic.as_str()),
@@ -346,7 +348,7 @@ pub(super) fn decide_loop(
             return Ok(());
         }
         if let Some(c) = &committed {
-            clear_committed(dedup.index_mut(), &mut marks, c)?;
+            clear_committed(dedup.index_mut(), &mut marks, c, &mut changelog_next)?;
         }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();
@@ -362,13 +364,21 @@ pub(super) fn decide_loop(
 fn clear_committed(
     index: &mut Index,
     marks: &mut VecDeque<(Arc<str>, i32, i64)>,
-    committed: &Mutex<Positions>,
+    committed: &Mutex<Committed>,
+    changelog_next: &mut Option<i64>,
 ) -> Result<()> {
     let mut done = Vec::new();
+    let mut next = None;
     {
         let c = committed.lock().unwrap_or_else(|e| e.into_inner());
+        // read with the positions: the changelog records of the decisions these cover are
+        // all before it
+        if c.changelog_next != *changelog_next {
+            *changelog_next = c.changelog_next;
+            next = c.changelog_next.map(|n| n as u64);
+        }
         while let Some((topic, partition, offset)) = marks.front() {
-            match c.get(&(Arc::clone(topic), *partition)) {
+            match c.inputs.get(&(Arc::clone(topic), *partition)) {
                 Some(&next) if *offset < next => {
                     done.push(position_bytes(topic, *partition, *offset));
                     marks.pop_front();
@@ -378,7 +388,7 @@ fn clear_committed(
         }
     }
     index
-        .clear_pending(done.iter().map(Vec::as_slice))
+        .clear_pending(done.iter().map(Vec::as_slice), next)
         .context("the index cannot record a decision")?;
     Ok(())
 }

@@ -31,6 +31,8 @@ pub struct StageContext {
     rebalances: Arc<AtomicU64>,
     /// Exactly-once: how a revocation waits for the records consumed before it.
     txn: Option<Arc<TxnSync>>,
+    /// A decider with a standby: what an assignment means for it.
+    standby: Option<Arc<super::standby::Standby>>,
 }
 
 /// Exactly-once: before partitions are revoked, every record consumed so far is answered and
@@ -97,7 +99,15 @@ impl StageContext {
             health,
             rebalances: Arc::default(),
             txn,
+            standby: None,
         }
+    }
+
+    /// With a standby's state: an assignment while following is held paused until the
+    /// take-over, and a deciding process that loses the signed topic stops.
+    pub fn with_standby(mut self, standby: Option<Arc<super::standby::Standby>>) -> StageContext {
+        self.standby = standby;
+        self
     }
 
     /// How many times partitions were assigned or revoked so far.
@@ -195,6 +205,9 @@ impl ConsumerContext for StageContext {
             Rebalance::Assign(tpl) => {
                 metrics::counter!(tm::REBALANCES, "kind" => "assign").increment(1);
                 info!(partitions = tpl.count(), "partitions assigned");
+                if let Some(sb) = &self.standby {
+                    sb.on_assign(c, tpl);
+                }
             }
             Rebalance::Revoke(_) => {}
             Rebalance::Error(e) => {
@@ -308,6 +321,14 @@ fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig
     // input offsets are committed in the transactions of the outputs; records of
     // transactions that were aborted are never read (a decider's signed topic)
     c.set("isolation.level", "read_committed");
+    if s.standby {
+        c.set(
+            "session.timeout.ms",
+            super::settings::STANDBY_SESSION_TIMEOUT
+                .as_millis()
+                .to_string(),
+        );
+    }
     apply_user(&mut c, s);
     if s.guarantee == Guarantee::ExactlyOnce {
         c.set("enable.auto.commit", "false");
@@ -322,10 +343,20 @@ fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig
 /// A consumer that reads a topic by assignment, outside any group's offsets (the
 /// changelog restore): end of partition reported, nothing committed.
 pub fn reader(s: &StageSettings, purpose: &str) -> Result<rdkafka::consumer::BaseConsumer> {
+    reader_with(s, purpose, true)
+}
+
+/// [`reader`], reporting the end of a partition or not (a follower of the changelog reaches
+/// it again after every record).
+pub fn reader_with(
+    s: &StageSettings,
+    purpose: &str,
+    eof: bool,
+) -> Result<rdkafka::consumer::BaseConsumer> {
     let mut c = consumer_config(s, None);
     c.set("group.id", format!("{}-{purpose}", s.group_id))
         .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true");
+        .set("enable.partition.eof", if eof { "true" } else { "false" });
     c.remove("group.instance.id");
     c.create().with_context(|| {
         format!(

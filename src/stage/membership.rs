@@ -55,7 +55,13 @@ pub fn instance_id(s: &StageSettings) -> Result<Option<String>> {
 /// process without an instance id (a signer, or instance-id off) gets one of its own: the
 /// group's generation still fences it, but a transaction it leaves open after a crash holds
 /// back read_committed consumers until the broker times it out (transaction.timeout.ms).
+///
+/// A decider with a standby shares one id with its standby, `GROUP.CHANGELOG` (the changelog
+/// names the index they both keep): the one that takes over fences the other.
 pub fn transactional_id(s: &StageSettings, instance: Option<&str>) -> String {
+    if let (true, Some(changelog)) = (s.standby, &s.changelog_topic) {
+        return format!("{}.{changelog}", s.group_id);
+    }
     match instance {
         Some(id) => format!("{}.{id}", s.group_id),
         None => {

@@ -36,6 +36,7 @@ mod open;
 mod produce;
 pub mod settings;
 mod signer;
+mod standby;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -62,7 +63,7 @@ use crate::config::Guarantee;
 use decide::{decide_loop, Counts};
 use kafka::{StageConsumer, StageContext};
 use open::{open_decider, remove_scratch};
-use produce::{produce_loop, Positions, Transactions};
+use produce::{produce_loop, Committed, Transactions};
 
 /// Header with the decision (`unique`, `duplicate`, `skipped`) or `dead_letter`.
 pub const HEADER_DECISION: &str = "neardup-decision";
@@ -391,8 +392,10 @@ async fn stage(
     // stop signals: caught since the process started (crate::signals); from here on they
     // also end the waits of the start-up
     let (stop_tx, mut stop_rx) = watch::channel(false);
+    let stop_tx = Arc::new(stop_tx);
     {
         let health = Arc::clone(health);
+        let stop_tx = Arc::clone(&stop_tx);
         tokio::spawn(async move {
             crate::signals::wait().await;
             info!("stop signal: draining in-flight records");
@@ -441,10 +444,27 @@ async fn stage(
     let instance = membership::instance_id(s)?;
     let exactly_once = s.guarantee == Guarantee::ExactlyOnce && !s.dry_run;
     let sync = exactly_once.then(|| Arc::new(kafka::TxnSync::default()));
-    let ctx = StageContext::new(Arc::clone(health), sync.clone());
+    let standby = s
+        .standby
+        .then(|| Arc::new(standby::Standby::new(Arc::clone(&stop_tx))));
+    if let (Some(_), Some(d)) = (&standby, &mut dedup) {
+        // the index is the changelog below the offset it records: what decisions stored
+        // beyond it goes, and comes back from the changelog if it was committed
+        let done = d
+            .index_mut()
+            .rewind_pending()
+            .context("cannot undo the decisions no changelog offset covers")?;
+        info!(
+            removed = done.removed,
+            marks = done.uncommitted,
+            changelog_next = d.index().changelog_next().ok().flatten(),
+            "standby: the index is the changelog up to the offset it records"
+        );
+    }
+    let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(standby.clone());
     let consumer: Arc<StageConsumer> =
         Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
-    let committed: Arc<std::sync::Mutex<Positions>> = Arc::default();
+    let committed: Arc<std::sync::Mutex<Committed>> = Arc::default();
     let txn = if exactly_once {
         Some(Transactions {
             id: membership::transactional_id(s, instance.as_deref()),
@@ -464,7 +484,7 @@ async fn stage(
             txn.as_ref().map(|t| t.id.as_str()),
         )?)
     };
-    if let (Some(t), Some(p)) = (&txn, &producer) {
+    if let (Some(t), Some(p), None) = (&txn, &producer, &standby) {
         // fences an older process of this index (it writes nothing more) and ends the
         // transaction it left open, so the committed offsets read below are final
         let started = Instant::now();
@@ -477,7 +497,8 @@ async fn stage(
             align_index(d, &consumer).await?;
         }
     }
-    if let (Some(p), Some(topic), Some(d)) = (&producer, &s.changelog_topic, &dedup) {
+    if let (Some(p), Some(topic), Some(d), None) = (&producer, &s.changelog_topic, &dedup, &standby)
+    {
         // the documents stored just before a crash may be missing from the changelog, or the
         // changelog is new beside an existing index (with exactly-once, in a transaction of
         // its own: a transactional producer sends nothing outside one)
@@ -517,6 +538,20 @@ async fn stage(
     };
     if let Some(b) = &bounds {
         summary.partitions = b.ranges();
+    }
+    if let (Some(sb), Some(t), Some(p)) = (&standby, &txn, &producer) {
+        // follow the changelog until the signed topic is assigned, then take over
+        let taken = take_over(s, sb, t, p, &consumer, &mut dedup, health, &mut stop_rx).await?;
+        if !taken {
+            if let Some(d) = &mut dedup {
+                close_index(d);
+            }
+            drop(dedup);
+            return Ok(StageSummary {
+                stopped_by: if sb.lost() { "handed-over" } else { "signal" }.into(),
+                ..stopped_early(summary, "standby")
+            });
+        }
     }
 
     let pool = Arc::new(
@@ -762,6 +797,8 @@ async fn stage(
     if let Some(e) = &failure {
         stopped_by = "error";
         health.fail(&format!("{e:#}"));
+    } else if standby.as_ref().is_some_and(|sb| sb.lost()) {
+        stopped_by = "handed-over";
     }
 
     // commit what is stored (acknowledged outputs only), then flush the index
@@ -880,6 +917,153 @@ async fn align_index(d: &mut crate::dedup::Deduplicator, consumer: &StageConsume
         "exactly-once: the index is aligned with the last committed transaction"
     );
     Ok(())
+}
+
+/// A decider with a standby: follows the changelog until the group assigns the signed topic
+/// to this process, then fences the other decider (their shared transactional id), reads the
+/// changelog to its end and resumes the signed topic. False: the stage stopped (a signal, or
+/// the signed topic went away again before the take-over ended).
+#[allow(clippy::too_many_arguments)]
+async fn take_over(
+    s: &StageSettings,
+    sb: &standby::Standby,
+    t: &Transactions,
+    p: &FutureProducer<StageContext>,
+    consumer: &StageConsumer,
+    dedup: &mut Option<crate::dedup::Deduplicator>,
+    health: &Arc<Health>,
+    stop_rx: &mut watch::Receiver<bool>,
+) -> Result<bool> {
+    let Some(d) = dedup.take() else {
+        return Ok(false);
+    };
+    let until = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    health.following.store(true, Ordering::Relaxed);
+    health.publish();
+    info!(signed_topic = %s.signed_topic, changelog = s.changelog_topic.as_deref().unwrap_or(""),
+        "standby: following the changelog until the signed topic is assigned to this process");
+    let follower = {
+        let (s, health, until) = (s.clone(), Arc::clone(health), Arc::clone(&until));
+        std::thread::Builder::new()
+            .name("neardup-follow".into())
+            .spawn(move || {
+                let mut d = d;
+                let r = standby::follow(&s, d.index_mut(), &health, &until, false);
+                (d, r)
+            })?
+    };
+    // the consumer is polled meanwhile (its rebalance callbacks run then); a record of the
+    // signed topic that arrives before the take-over (it should not: the assignment is
+    // paused) is read again after it
+    let mut again: Option<(String, i32, i64)> = None;
+    let mut stopped = false;
+    loop {
+        tokio::select! {
+            _ = sb.assigned() => break,
+            _ = stop_rx.changed() => { stopped = true; break }
+            m = consumer.recv() => match m {
+                Ok(m) => {
+                    if again.is_none() {
+                        again = Some((m.topic().to_string(), m.partition(), m.offset()));
+                    }
+                }
+                Err(e) if kafka::fenced(&e) => {
+                    until.store(true, Ordering::Release);
+                    let _ = tokio::task::spawn_blocking(move || follower.join()).await;
+                    return Err(anyhow!("the broker fenced this member of group {}: another                         process has its instance id ({e})", s.group_id));
+                }
+                Err(e) => {
+                    warn!(error = %e, "consume error");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    until.store(true, Ordering::Release);
+    let (mut d, followed) = tokio::task::spawn_blocking(move || follower.join())
+        .await?
+        .map_err(|_| anyhow!("the changelog follower panicked"))?;
+    let followed = followed?;
+    info!(
+        records = followed.records,
+        changelog_next = followed.next,
+        "standby: stopped following"
+    );
+    if stopped || crate::signals::stop_requested() {
+        health.following.store(false, Ordering::Relaxed);
+        *dedup = Some(d);
+        return Ok(false);
+    }
+    let started = Instant::now();
+    info!("standby: the signed topic is assigned to this process: taking over");
+    // fences the other decider (it writes nothing more) and ends its open transaction, so
+    // that the changelog's read_committed end is all it committed
+    produce::transaction_call("initialise transactions", t, || {
+        p.init_transactions(Duration::from_secs(30))
+    })?;
+    let fenced_s = started.elapsed().as_secs_f64();
+    let (d, caught) = {
+        let (s, health) = (s.clone(), Arc::clone(health));
+        tokio::task::spawn_blocking(move || {
+            let never = std::sync::atomic::AtomicBool::new(false);
+            let r = standby::follow(&s, d.index_mut(), &health, &never, true);
+            (d, r)
+        })
+        .await?
+    };
+    let caught = caught?;
+    d.index()
+        .flush_wal()
+        .context("the index cannot write its log")?;
+    *dedup = Some(d);
+    health.following.store(false, Ordering::Relaxed);
+    sb.activate();
+    let assignment = consumer
+        .assignment()
+        .context("cannot read the consumer's assignment")?;
+    if assignment.count() == 0 {
+        warn!("standby: the signed topic went away during the take-over; stopping (a restart follows the changelog)");
+        return Ok(false);
+    }
+    if let Some((topic, partition, offset)) = again {
+        consumer
+            .seek(
+                &topic,
+                partition,
+                rdkafka::Offset::Offset(offset),
+                Duration::from_secs(10),
+            )
+            .context("cannot go back to the first signed record")?;
+    }
+    consumer
+        .resume(&assignment)
+        .context("cannot resume the signed topic")?;
+    let secs = started.elapsed().as_secs_f64();
+    metrics::gauge!(tm::TAKEOVER_SECONDS).set(secs);
+    health.publish();
+    info!(
+        seconds = secs,
+        fence_seconds = fenced_s,
+        changelog_records = caught.records,
+        changelog_next = caught.next,
+        transactional_id = %t.id,
+        "standby: took over; deciding the signed topic"
+    );
+    Ok(true)
+}
+
+/// Writes the index out and its lists snapshot (a stop before consuming anything).
+fn close_index(d: &mut crate::dedup::Deduplicator) {
+    if let Err(e) = d.index().flush() {
+        warn!(error = %e, "cannot flush the index");
+        return;
+    }
+    match d.index_mut().save_lists() {
+        Ok(_) => {}
+        Err(e) => {
+            warn!(error = %e, "cannot write the lists snapshot; the next start rebuilds the lists")
+        }
+    }
 }
 
 /// How long the final commit and closing the Kafka consumer may take each.

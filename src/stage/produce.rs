@@ -122,6 +122,14 @@ impl Latencies {
 /// Input positions: (topic, partition) → the next offset to read.
 pub(super) type Positions = HashMap<(Arc<str>, i32), i64>;
 
+/// What the commits so far covered: the input positions, and the changelog offset after the
+/// last changelog record they held.
+#[derive(Default)]
+pub(super) struct Committed {
+    pub(super) inputs: Positions,
+    pub(super) changelog_next: Option<i64>,
+}
+
 /// Exactly-once: the producer's transactions. Outputs go into the open transaction; every
 /// `interval` the stage stops sending, waits for the transaction's records to be
 /// acknowledged, adds the input positions after them to it and commits. The positions of
@@ -132,7 +140,7 @@ pub(super) struct Transactions {
     /// How long a transaction collects outputs.
     pub(super) interval: Duration,
     /// The positions every commit so far covered.
-    pub(super) committed: Arc<Mutex<Positions>>,
+    pub(super) committed: Arc<Mutex<Committed>>,
     /// Counts the records committed, for a revocation waiting for them.
     pub(super) sync: Arc<super::kafka::TxnSync>,
 }
@@ -240,12 +248,14 @@ async fn produce_inner(
     let mut in_txn: Option<Instant> = None;
     let mut closing = false;
     let mut positions: Positions = HashMap::new();
+    // the changelog offset after the open transaction's last changelog record
+    let mut changelog_next: Option<i64> = None;
     let mut txn_records = 0u64;
     type Ack = (
         Result<(), KafkaError>,
         Outbound,
-        Instant,    // sent
-        Result<()>, // the records produced with it (changelog)
+        Instant,             // sent
+        Result<Option<i64>>, // the records produced with it (changelog): the last offset
     );
     let mut pending: FuturesOrdered<
         std::pin::Pin<Box<dyn std::future::Future<Output = Ack> + Send>>,
@@ -260,7 +270,7 @@ async fn produce_inner(
         if let (Some(t), Some(p), true) = (&txn, &producer, pending.is_empty()) {
             if in_txn.is_some() && (closing || !open) {
                 let group = txn_group.take();
-                commit(t, p, group.as_ref(), &mut positions)
+                commit(t, p, group.as_ref(), &mut positions, changelog_next.take())
                     .await
                     .inspect_err(|e| {
                         error!(error = %e, "the transaction was not committed: stopping");
@@ -292,13 +302,16 @@ async fn produce_inner(
                     closing = true;
                 }
                 Some((res, ob, sent, extra)) = pending.next(), if !pending.is_empty() => {
-                    if let Err(e) = extra {
-                        error!(error = %e, source_topic = %ob.inbound.topic,
-                            partition = ob.inbound.partition, offset = ob.inbound.offset,
-                            "a changelog record was not acknowledged: stopping without committing it");
-                        health.fail(&format!("{e:#}"));
-                        return Err(e);
-                    }
+                    let last_changelog = match extra {
+                        Ok(last) => last,
+                        Err(e) => {
+                            error!(error = %e, source_topic = %ob.inbound.topic,
+                                partition = ob.inbound.partition, offset = ob.inbound.offset,
+                                "a changelog record was not acknowledged: stopping without committing it");
+                            health.fail(&format!("{e:#}"));
+                            return Err(e);
+                        }
+                    };
                     let (res, ob) = match res {
                         Err(e) if too_large(&e) && ob.label != "output_too_large" => {
                             warn!(error = %e, topic = %ob.topic, bytes = ob.payload.len(),
@@ -359,6 +372,9 @@ async fn produce_inner(
                         if txn.is_some() {
                             // committed with the transaction
                             positions.insert((Arc::clone(&i.topic), i.partition), i.offset + 1);
+                            if let Some(o) = last_changelog {
+                                changelog_next = Some(changelog_next.map_or(o + 1, |n| n.max(o + 1)));
+                            }
                             txn_records += 1;
                         } else if let Err(e) = consumer.store_offset(&i.topic, i.partition, i.offset) {
                             // the partition was revoked: its new owner reprocesses the record
@@ -397,7 +413,7 @@ async fn produce_inner(
             }
         }
         match &producer {
-            None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent, Ok(())) })),
+            None => pending.push_back(Box::pin(async move { (Ok(()), ob, sent, Ok(None)) })),
             Some(p) => {
                 // the changelog records are sent first, in decision order on
                 // their one partition; the input offset is stored only when they
@@ -422,10 +438,12 @@ async fn produce_inner(
                 pending.push_back(Box::pin(async move {
                     let extra = match extra {
                         Ok(acks) => {
-                            let mut r = Ok(());
+                            let mut r: Result<Option<i64>> = Ok(None);
                             for a in acks {
-                                if let (Err(e), Ok(())) = (a.await, &r) {
-                                    r = Err(e);
+                                match (a.await, &mut r) {
+                                    (Ok(o), Ok(last)) => *last = Some(last.map_or(o, |l| l.max(o))),
+                                    (Err(e), Ok(_)) => r = Err(e),
+                                    (_, Err(_)) => {}
                                 }
                             }
                             r
@@ -455,6 +473,7 @@ async fn commit(
     p: &FutureProducer<StageContext>,
     group: Option<&super::Generation>,
     positions: &mut Positions,
+    changelog_next: Option<i64>,
 ) -> Result<()> {
     let started = Instant::now();
     if !positions.is_empty() {
@@ -477,7 +496,10 @@ async fn commit(
     metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS).record(started.elapsed().as_secs_f64());
     let mut c = t.committed.lock().unwrap_or_else(|e| e.into_inner());
     for (k, v) in positions.drain() {
-        c.insert(k, v);
+        c.inputs.insert(k, v);
+    }
+    if changelog_next.is_some() {
+        c.changelog_next = changelog_next;
     }
     Ok(())
 }

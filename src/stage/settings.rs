@@ -104,6 +104,11 @@ pub enum Membership {
 /// (docs/benchmarks/2026-11-27-exactly-once.md).
 pub const DEFAULT_TRANSACTION_INTERVAL: Duration = Duration::from_millis(250);
 
+/// The group session of a decider with a standby (`session.timeout.ms`, unless set): how long
+/// the standby waits for a decider that stopped answering before it takes over. A restart of
+/// the active decider that takes longer hands the index to the standby, which is warm.
+pub const STANDBY_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The name of the file in the index directory that keeps a generated instance id.
 pub const INSTANCE_ID_FILE: &str = "instance-id";
 
@@ -178,6 +183,9 @@ pub struct StageSettings {
     /// Exactly-once: how long a transaction collects outputs before it commits.
     #[serde(serialize_with = "as_secs")]
     pub transaction_interval: Duration,
+    /// A decider with a standby: decide while the signed topic is assigned to this process,
+    /// else follow the changelog.
+    pub standby: bool,
     /// Stop after consuming this many records (benchmarks); not a configuration key.
     #[serde(skip)]
     pub stop_after: Option<u64>,
@@ -458,6 +466,29 @@ impl StageSettings {
                 transaction_interval
             );
         }
+        let standby = stage.standby.unwrap_or(false);
+        if standby {
+            let why = if mode == Mode::Replay {
+                Some("is for neardup run")
+            } else if role != Role::Decider {
+                Some(
+                    "is for --role decider (a signer keeps no index; a single process reads \
+                      partitions two processes would share)",
+                )
+            } else if guarantee != Guarantee::ExactlyOnce {
+                Some(
+                    "needs --guarantee exactly-once: the standby fences the decider it takes \
+                      over from, with their shared transactional id",
+                )
+            } else if changelog_topic.is_none() {
+                Some("needs the changelog, which the standby follows")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                bail!("standby {why}");
+            }
+        }
         let start = Start::parse(replay.start.as_deref().unwrap_or("earliest"))?;
         if let Start::Offsets(o) = &start {
             if let Some((t, _, _)) = o.iter().find(|(t, _, _)| !input_topics.contains(t)) {
@@ -497,6 +528,7 @@ impl StageSettings {
             http: Default::default(),
             guarantee,
             transaction_interval,
+            standby,
             stop_after: None,
         })
     }
@@ -592,6 +624,56 @@ mod tests {
             json.contains("crawler") && json.contains("/etc/ca.pem"),
             "{json}"
         );
+    }
+
+    #[test]
+    fn a_standby_is_a_decider_with_exactly_once_and_a_changelog() {
+        let decider = || StageOptions {
+            role: Some(Role::Decider),
+            standby: Some(true),
+            ..Default::default()
+        };
+        let eos = || KafkaOptions {
+            guarantee: Some(Guarantee::ExactlyOnce),
+            ..Default::default()
+        };
+        let s = resolve(eos(), decider(), Default::default()).unwrap();
+        assert!(s.standby);
+        assert_eq!(
+            super::super::membership::transactional_id(&s, Some("decider-1")),
+            "neardup-decider.pages-index-changelog",
+            "both deciders share one id"
+        );
+        let e = resolve(Default::default(), decider(), Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs --guarantee exactly-once"), "{e}");
+        let all = StageOptions {
+            standby: Some(true),
+            ..Default::default()
+        };
+        let e = resolve(eos(), all, Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is for --role decider"), "{e}");
+        let off = KafkaOptions {
+            changelog_topic: Some("off".into()),
+            ..eos()
+        };
+        let e = resolve(off, decider(), Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs the changelog"), "{e}");
+        let s = resolve(
+            eos(),
+            StageOptions {
+                role: Some(Role::Decider),
+                ..Default::default()
+            },
+            Default::default(),
+        )
+        .unwrap();
+        assert!(!s.standby, "off unless asked");
     }
 
     #[test]

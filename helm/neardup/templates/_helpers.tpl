@@ -232,6 +232,9 @@ role = {{ $role | toJson }}
 {{- if ne $role "signer" }}
 index = {{ include "neardup.indexDir" . | toJson }}
 {{- end }}
+{{- if and (eq $role "decider") .Values.scaleOut.decider.standby }}
+standby = true
+{{- end }}
 listen = {{ printf "0.0.0.0:%d" (int .Values.containerPort) | toJson }}
 grace-period = {{ printf "%ds" (int .Values.gracePeriodSeconds) | toJson }}
 {{- include "neardup.tomlKeys" (omit .Values.config.stage "jobs") }}

@@ -168,6 +168,11 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
             return Ok(Vec::new());
         }
         Some(BenchCommand::Scaleout(a)) => {
+            if a.decider_only {
+                let r = super::bench_scaleout::run_decider(&a)?;
+                println!("{}", serde_json::to_string_pretty(&r)?);
+                return Ok(Vec::new());
+            }
             if let Some(feed) = a.latency_only {
                 let r = super::bench_scaleout::run_latency(&a, feed)?;
                 println!("{}", serde_json::to_string_pretty(&r)?);

@@ -37,9 +37,9 @@ pub struct BenchScaleoutArgs {
     /// Bootstrap brokers (topics named neardup-scaleout-* are created)
     #[arg(long)]
     pub brokers: String,
-    /// Page JSONL (plain or gzip)
+    /// Page JSONL (plain or gzip); not needed with --decider-only
     #[arg(long)]
-    pub corpus: PathBuf,
+    pub corpus: Option<PathBuf>,
     /// Read at most this many pages
     #[arg(long)]
     pub limit: Option<usize>,
@@ -70,6 +70,51 @@ pub struct BenchScaleoutArgs {
     /// KEY=VALUE, after the benchmark's own (repeatable)
     #[arg(long)]
     pub kafka_property: Vec<String>,
+    /// Only the decider: it decides --decider-indexed synthetic signed pages, then
+    /// --decider-records more, which are measured (records/s and CPU a record at that index
+    /// size); with --pin decider on the last core, the broker (--broker-pid) on the others
+    #[arg(long)]
+    pub decider_only: bool,
+    /// With --decider-only: pages decided before the measured ones
+    #[arg(long, default_value_t = 1_000_000)]
+    pub decider_indexed: usize,
+    /// With --decider-only: the decider's guarantee
+    #[arg(long, default_value = "at-least-once")]
+    pub guarantee: crate::config::Guarantee,
+    /// With --decider-only: feed the measured records at this many a second once the index
+    /// is filled (latency by hop at that rate), instead of pre-filling them (throughput)
+    #[arg(long)]
+    pub decider_feed: Option<f64>,
+}
+
+/// `--decider-only`: the decider at an index size.
+#[derive(Debug, Serialize)]
+pub struct DeciderBench {
+    /// The decider's guarantee.
+    pub guarantee: String,
+    /// Pages in the index when the measurement started.
+    pub indexed: usize,
+    /// Records measured.
+    pub records: usize,
+    /// Whether the decider had a core to itself.
+    pub pinned: bool,
+    /// Records per second over the measured ones (consume, decode, decide, produce the
+    /// output and its changelog records).
+    pub records_per_second: f64,
+    /// The decider's CPU per measured record, ms.
+    pub cpu_ms_per_record: Option<f64>,
+    /// The broker's CPU per measured record, ms.
+    pub broker_cpu_ms_per_record: Option<f64>,
+    /// Records per second while the index grew to `indexed`.
+    pub fill_records_per_second: f64,
+    /// With a feed: its rate, records a second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feed_records_per_second: Option<f64>,
+    /// With a feed: the decider's time by hop over its run (the index filled first: a hop's
+    /// quantiles include the fill, whose records were pre-filled; `record` and `produce` are
+    /// the decider's own).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hops: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// The latency run alone (`--latency-only`).
@@ -420,7 +465,11 @@ fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
 
 /// `--latency-only`: the latency run alone.
 pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
-    let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
+    let corpus = a
+        .corpus
+        .as_ref()
+        .context("--corpus FILE is needed (but with --decider-only)")?;
+    let lines = load_lines(corpus, a.limit, a.max_broker_record)?;
     let valid = lines
         .iter()
         .filter(|l| crate::record::decode_page(l, usize::MAX).is_ok())
@@ -482,6 +531,208 @@ fn stop_if_unfed(fed: &Result<()>) {
 
 /// `--pin` names one of the full run's two roles (`all`, the single process, is a latency
 /// run of its own: `--latency-only`).
+/// `--decider-only`: the decider over a pre-filled signed topic of synthetic pages (real
+/// pages' signature statistics, 20 % copies, no text): it decides `decider_indexed` of them,
+/// then `decider_records` more are measured. With `--pin decider` it runs on the last core
+/// and the broker on the others.
+pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
+    let b = a.brokers.as_str();
+    let params = IndexParams::default();
+    let run = format!("neardup-decider-{}", std::process::id());
+    let t = |s: &str| format!("{run}-{s}");
+    let (fill, measured) = (a.decider_indexed, a.decider_records);
+    let total = fill + measured;
+    eprintln!(
+        "neardup bench scaleout --decider-only: {fill} pages, then {measured} measured, {}",
+        a.guarantee.as_str()
+    );
+    let mut synth = synthetic_signed(total, &params)?;
+    create_topics(b, &[t("signed"), t("changelog")], 1)?;
+    create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
+    // with a feed, the measured records are sent at its rate once the index is filled
+    let fed = match a.decider_feed {
+        Some(_) => synth.split_off(fill),
+        None => Vec::new(),
+    };
+    let tp = Instant::now();
+    produce(b, &t("signed"), &synth, 1, None)?;
+    eprintln!(
+        "  {} synthetic signed records loaded ({:.0} records/s)",
+        synth.len(),
+        synth.len() as f64 / tp.elapsed().as_secs_f64()
+    );
+    drop(synth);
+    let dir = tempfile::tempdir()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = a.pin == Some(Role::Decider) && cores >= 2;
+    if a.pin.is_some() && !pin {
+        bail!(
+            "--decider-only pins the decider only (--pin decider), on a machine of 2 cores or more"
+        );
+    }
+    let mut pinned = Pinned::default();
+    if let (true, Some(pid)) = (pin, a.broker_pid) {
+        pinned.pin_process(pid, &(0..cores - 1).collect::<Vec<_>>())?;
+    }
+    let args: Vec<String> = [
+        "run",
+        "--role",
+        "decider",
+        "--brokers",
+        b,
+        "--group-id",
+        &t("decider"),
+        "--signed-topic",
+        &t("signed"),
+        "--changelog-topic",
+        &t("changelog"),
+        "--unique-topic",
+        &t("unique"),
+        "--duplicate-topic",
+        &t("duplicate"),
+        "--dead-letter-topic",
+        &t("dead"),
+        "--index",
+        &dir.path().join("index").display().to_string(),
+        "--instance-id",
+        "decider-0",
+        "--guarantee",
+        a.guarantee.as_str(),
+        "--listen",
+        "off",
+        "--log-format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(
+        a.kafka_property
+            .iter()
+            .flat_map(|p| ["--kafka-property".to_string(), p.clone()]),
+    )
+    .collect();
+    let exe = std::env::current_exe().context("the neardup binary")?;
+    let log = dir.path().join("decider.log");
+    let mut cmd = Command::new(exe);
+    cmd.args(&args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?);
+    if pin {
+        let set = mask(&[cores - 1]);
+        // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut d = Proc {
+        child: cmd.spawn().context("start the decider")?,
+        log,
+    };
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", b)
+        .set("group.id", t("watch"))
+        .create()?;
+    let outs = [t("unique"), t("duplicate"), t("dead")];
+    let (fill_rate, fill_secs) = rate_until(&c, &outs, 0, fill as i64, &mut [&mut d])?;
+    eprintln!("  {fill} decided ({fill_rate:.0} records/s, {fill_secs:.0} s)");
+    let base = ends(&c, &outs)?;
+    let left = total as i64 - base;
+    if a.decider_feed.is_some() {
+        // a decider of its own for the fed records, on the filled index (its summary's
+        // hops cover them only), fed once it has the signed topic
+        d.stop()?;
+        let log = dir.path().join("decider-fed.log");
+        cmd.stderr(std::fs::File::create(&log)?);
+        d = Proc {
+            child: cmd.spawn().context("start the decider")?,
+            log: log.clone(),
+        };
+        let waited = Instant::now();
+        while log_line(&log, "partitions assigned").is_none() {
+            if let Some(st) = d.child.try_wait()? {
+                bail!(
+                    "the decider exited ({st}); log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            if waited.elapsed() > Duration::from_secs(600) {
+                bail!("the decider did not join in 10 minutes");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let (cpu0, broker0) = (
+        cpu_seconds(Some(d.child.id())),
+        a.broker_pid.and_then(|p| cpu_seconds(Some(p))),
+    );
+    let feeder = a.decider_feed.map(|r| {
+        let (b, topic) = (b.to_string(), t("signed"));
+        std::thread::spawn(move || produce(&b, &topic, &fed, 1, Some(r)))
+    });
+    let (rate, secs) = rate_until(&c, &outs, base, left, &mut [&mut d])?;
+    if let Some(f) = feeder {
+        f.join()
+            .map_err(|_| anyhow::anyhow!("the feeder panicked"))??;
+    }
+    let per = |now: Option<f64>, then: Option<f64>| {
+        now.zip(then)
+            .map(|(x, y)| 1000.0 * (x - y) / left.max(1) as f64)
+    };
+    let cpu = per(cpu_seconds(Some(d.child.id())), cpu0);
+    let broker = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
+    eprintln!(
+        "  the decider at {base} indexed: {rate:.0} records/s over {left} ({secs:.1} s){}{}",
+        cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
+        broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
+    );
+    let log = d.log.clone();
+    d.stop()?;
+    drop(pinned);
+    let hops = match a.decider_feed {
+        None => Default::default(),
+        Some(r) => {
+            let line = log_line(&log, "stage stopped").context("the decider logged no summary")?;
+            let hops: std::collections::BTreeMap<String, serde_json::Value> =
+                serde_json::from_str(line["hops"].as_str().unwrap_or("{}"))?;
+            let show = |name: &str| {
+                hops.get(name).map_or(String::new(), |h| {
+                    format!(
+                        " {name} {:.1}/{:.1}",
+                        h["p50_ms"].as_f64().unwrap_or(0.0),
+                        h["p99_ms"].as_f64().unwrap_or(0.0)
+                    )
+                })
+            };
+            eprintln!(
+                "  fed at {r:.0} records/s, p50/p99 ms:{}{}{}{}",
+                show("broker"),
+                show("decide"),
+                show("produce"),
+                show("record")
+            );
+            hops
+        }
+    };
+    Ok(DeciderBench {
+        guarantee: a.guarantee.as_str().into(),
+        indexed: base as usize,
+        records: left as usize,
+        pinned: pin,
+        records_per_second: rate,
+        cpu_ms_per_record: cpu,
+        broker_cpu_ms_per_record: broker,
+        fill_records_per_second: fill_rate,
+        feed_records_per_second: a.decider_feed,
+        hops,
+    })
+}
+
 fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {
     if a.pin == Some(Role::All) {
         anyhow::bail!(
@@ -667,7 +918,11 @@ fn latency_run(
 pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
     // checked before the first runs, not when the latency run comes to it
     check_pin(&a)?;
-    let lines = load_lines(&a.corpus, a.limit, a.max_broker_record)?;
+    let corpus = a
+        .corpus
+        .as_ref()
+        .context("--corpus FILE is needed (but with --decider-only)")?;
+    let lines = load_lines(corpus, a.limit, a.max_broker_record)?;
     let n = lines.len();
     let b = a.brokers.as_str();
     let run = format!("neardup-scaleout-{}", std::process::id());

@@ -49,6 +49,11 @@ pub struct EvalArgs {
     /// of its shorter page (words of the signed text), with the pages skipped per bucket
     #[arg(long)]
     pub by_length: bool,
+    /// After each row, precision, recall and F1 by kind of pair: the pages' `kind` labels
+    /// (a page without one is `page`) and whether they are on one host (JSON rows and the
+    /// report always carry it)
+    #[arg(long)]
+    pub by_kind: bool,
     /// Also write a self-contained HTML report: the table, a precision-recall curve per
     /// method over τ, and the false positive and false negative pairs with both texts
     #[arg(long, value_name = "FILE.html")]
@@ -67,6 +72,9 @@ struct LabelledPage {
     url: String,
     html: String,
     cluster: Option<String>,
+    /// What kind of page it is, for the table by kind (e.g. `aggregator`, `wire`, `forum`).
+    #[serde(default)]
+    kind: Option<String>,
 }
 
 /// One row of the result table.
@@ -96,6 +104,96 @@ pub struct Row {
     pub skipped: usize,
     /// Decisions per second (index lookups and verification only).
     pub decide_pages_per_second: f64,
+    /// Precision and recall by kind of pair ([`pair_kind`]).
+    pub by_kind: Vec<KindRow>,
+}
+
+/// Precision and recall of one kind of pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindRow {
+    /// The pages' kinds (`a` or `a+b`, in order) and `same host` or `other hosts`.
+    pub kind: String,
+    /// Gold pairs of the kind.
+    pub gold: usize,
+    /// Predicted pairs of the kind.
+    pub predicted: usize,
+    /// Predicted and gold.
+    pub true_positives: usize,
+    /// Precision (1 when nothing was predicted).
+    pub precision: f64,
+    /// Recall (1 when there is no gold pair).
+    pub recall: f64,
+}
+
+/// The kind of a pair of pages: their `kind` labels (a page without one is `page`; two
+/// different ones joined with `+` in order) and whether they are on one host, so that a
+/// rule's effect on aggregator copies, wire stories, mirrors or forums shows apart.
+fn pair_kind(a: &LabelledPage, b: &LabelledPage) -> String {
+    let ka = a.kind.as_deref().unwrap_or("page");
+    let kb = b.kind.as_deref().unwrap_or("page");
+    let kinds = match ka.cmp(kb) {
+        std::cmp::Ordering::Equal => ka.to_string(),
+        std::cmp::Ordering::Less => format!("{ka}+{kb}"),
+        std::cmp::Ordering::Greater => format!("{kb}+{ka}"),
+    };
+    let host = if crate::index::freq::host_hash(&a.url) == crate::index::freq::host_hash(&b.url) {
+        "same host"
+    } else {
+        "other hosts"
+    };
+    format!("{kinds}, {host}")
+}
+
+/// Precision and recall by [`pair_kind`], in the order of the kinds' names.
+fn by_kind(
+    pages: &[LabelledPage],
+    gold: &HashSet<Pair>,
+    predicted: &HashSet<Pair>,
+) -> Vec<KindRow> {
+    let mut rows: std::collections::BTreeMap<String, (usize, usize, usize)> = Default::default();
+    let kind = |p: &Pair| pair_kind(&pages[p.0 as usize], &pages[p.1 as usize]);
+    for p in gold {
+        let e = rows.entry(kind(p)).or_default();
+        e.0 += 1;
+        if predicted.contains(p) {
+            e.2 += 1;
+        }
+    }
+    for p in predicted {
+        rows.entry(kind(p)).or_default().1 += 1;
+    }
+    rows.into_iter()
+        .map(|(kind, (gold, predicted, tp))| KindRow {
+            kind,
+            gold,
+            predicted,
+            true_positives: tp,
+            precision: if predicted == 0 {
+                1.0
+            } else {
+                tp as f64 / predicted as f64
+            },
+            recall: if gold == 0 {
+                1.0
+            } else {
+                tp as f64 / gold as f64
+            },
+        })
+        .collect()
+}
+
+/// The table of [`EvalArgs::by_kind`].
+fn print_by_kind(rows: &[KindRow]) {
+    println!(
+        "    {:<36} {:>5} {:>9} {:>5} {:>9} {:>7}",
+        "kind", "gold", "predicted", "tp", "precision", "recall"
+    );
+    for r in rows {
+        println!(
+            "    {:<36} {:>5} {:>9} {:>5} {:>9.3} {:>7.3}",
+            r.kind, r.gold, r.predicted, r.true_positives, r.precision, r.recall
+        );
+    }
 }
 
 type Pair = (u32, u32);
@@ -341,6 +439,7 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
                 gray_predicted: gray.as_ref().map(|g| predicted.intersection(g).count()),
                 skipped,
                 decide_pages_per_second: decide_rate,
+                by_kind: by_kind(&pages, &gold, &predicted),
             };
             if let Some(r) = report.as_mut() {
                 r.add(&row, requested, &predicted, &gold, &skipped_pages);
@@ -360,6 +459,9 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
             }
             if args.by_length && !args.json {
                 print_by_length(signed, &gold, &predicted, &skipped_pages);
+            }
+            if args.by_kind && !args.json {
+                print_by_kind(&row.by_kind);
             }
             rows.push(row);
         }
@@ -492,6 +594,43 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_kind_is_its_pages_kinds_and_their_hosts() {
+        let page = |url: &str, kind: Option<&str>| LabelledPage {
+            id: url.into(),
+            url: url.into(),
+            html: String::new(),
+            cluster: None,
+            kind: kind.map(str::to_string),
+        };
+        let a = page("https://www.news.example/a", Some("wire"));
+        let b = page("http://news.example:8080/b", Some("aggregator"));
+        let c = page("https://other.example/c", Some("wire"));
+        let d = page("https://other.example/d", None);
+        assert_eq!(pair_kind(&a, &b), "aggregator+wire, same host");
+        assert_eq!(pair_kind(&b, &a), "aggregator+wire, same host");
+        assert_eq!(pair_kind(&a, &c), "wire, other hosts");
+        assert_eq!(pair_kind(&c, &d), "page+wire, same host");
+        let pages = [a, b, c, d];
+        let gold: HashSet<Pair> = [(0, 2), (2, 3)].into();
+        let predicted: HashSet<Pair> = [(0, 2), (0, 1)].into();
+        let rows = by_kind(&pages, &gold, &predicted);
+        let kinds: Vec<(&str, usize, usize, usize)> = rows
+            .iter()
+            .map(|r| (r.kind.as_str(), r.gold, r.predicted, r.true_positives))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("aggregator+wire, same host", 0, 1, 0),
+                ("page+wire, same host", 1, 0, 0),
+                ("wire, other hosts", 1, 1, 1),
+            ]
+        );
+        assert_eq!((rows[0].precision, rows[0].recall), (0.0, 1.0));
+        assert_eq!((rows[1].precision, rows[1].recall), (1.0, 0.0));
+    }
+
+    #[test]
     fn methods_of_both_signature_families_in_one_run() {
         let dir = tempfile::tempdir().unwrap();
         let path = corpus(dir.path());
@@ -518,6 +657,10 @@ mod tests {
         }
         let (spot, sent) = (&rows[0], &rows[1]);
         assert_eq!(spot.true_positives, 4);
+        // by kind: the pages carry none; every gold pair is counted once
+        let by: usize = spot.by_kind.iter().map(|k| k.gold).sum();
+        assert_eq!(by, 4);
+        assert!(spot.by_kind.iter().all(|k| k.kind.starts_with("page, ")));
         // the mirror is an exact copy in every family
         assert!(sent.true_positives >= 1);
         // the navigation page and the loading stub have fewer than five sentences

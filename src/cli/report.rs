@@ -76,6 +76,8 @@ struct Section {
     false_neg: Vec<Pair>,
     /// Pages of the row skipped for too few signatures.
     skipped: HashSet<u32>,
+    /// Precision and recall by kind of pair.
+    by_kind: Vec<super::eval::KindRow>,
 }
 
 /// The report of one `eval` run: the file is created first, so a path that cannot be
@@ -138,6 +140,7 @@ impl Report {
             false_pos,
             false_neg,
             skipped: skipped.clone(),
+            by_kind: row.by_kind.clone(),
         });
     }
 
@@ -398,6 +401,24 @@ impl Report {
                 esc(&s.method),
                 s.tau
             );
+            h.push_str(
+                "<h3>By kind of pair</h3>\n<table class=\"results\"><thead><tr><th>kind</th>\
+                 <th>gold</th><th>predicted</th><th>tp</th><th>precision</th><th>recall</th>\
+                 </tr></thead><tbody>\n",
+            );
+            for k in &s.by_kind {
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    esc(&k.kind),
+                    k.gold,
+                    k.predicted,
+                    k.true_positives,
+                    k.precision,
+                    k.recall
+                );
+            }
+            h.push_str("</tbody></table>\n");
             for (kind, list, title) in [
                 ("fp", &s.false_pos, "False positives (predicted, not gold)"),
                 ("fn", &s.false_neg, "False negatives (gold, not predicted)"),
@@ -656,6 +677,14 @@ mod tests {
             gray_predicted: None,
             skipped: 0,
             decide_pages_per_second: 1.0,
+            by_kind: vec![super::super::eval::KindRow {
+                kind: "page, same host".into(),
+                gold: 0,
+                predicted: predicted.len(),
+                true_positives: 0,
+                precision: 0.0,
+                recall: 1.0,
+            }],
         };
         let dir = tempfile::tempdir().unwrap();
         let mut report = Report::create(&dir.path().join("r.html"), 1).unwrap();
@@ -669,6 +698,10 @@ mod tests {
             same_template: None,
             gray: None,
         });
+        assert!(
+            h.contains("<td>page, same host</td><td>0</td><td>561</td>"),
+            "the table by kind"
+        );
         assert!(h.contains("False positives (predicted, not gold): 561 pairs"));
         assert!(h.contains(
             "Only the first 500 of these 561 pairs are drawn (page order); 61 are left out."

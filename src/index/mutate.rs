@@ -83,10 +83,17 @@ impl Index {
     }
 
     /// Stores a document of a changelog under the number it had (or, when that number is
-    /// taken by now, the next one). Returns false when its id is already stored.
+    /// taken by now, the next one). Returns false when its id is already stored under that
+    /// number; stored under another, the id was removed and decided again since, and this
+    /// record replaces it.
     pub fn restore_put(&mut self, num: u64, rec: &DocRecord) -> Result<bool, IndexError> {
-        if self.find_id(&rec.id)?.is_some() {
-            return Ok(false);
+        if let Some((stored, _)) = super::reader::find_id(self.store.as_ref(), &rec.id)? {
+            if stored == num {
+                return Ok(false);
+            }
+            // the id was removed and decided again since (a follower of a compacted
+            // changelog may never see the tombstone between): the later record replaces it
+            self.remove_id(&rec.id)?;
         }
         if num > self.next_doc {
             self.next_doc = num;

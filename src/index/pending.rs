@@ -16,10 +16,10 @@
 //!
 //! A driver that also writes the index's mutations to a changelog keeps, with each clearing,
 //! the changelog's position after the records its commits covered (`changelog_next`, u64
-//! BE, in `meta`). An index that follows that changelog (a standby) is then exactly the
-//! changelog below that position plus the documents under marks: [`Index::rewind_pending`]
-//! removes the latter, and reading the changelog on from the position brings the committed
-//! ones back under their own numbers.
+//! BE, in `meta`). An index that follows that changelog (a standby) is then the changelog
+//! below that position plus the documents under marks (less what a retention sweep of an
+//! aborted transaction removed): [`Index::rewind_pending`] removes the latter, and reading
+//! the changelog on from the position brings the committed ones back under their numbers.
 
 use super::{reader, Batch, Family, Index, IndexError};
 

@@ -547,6 +547,11 @@ async fn stage(
                 close_index(d);
             }
             drop(dedup);
+            let c = Arc::clone(&consumer);
+            drop(consumer);
+            if bounded("close", CLIENT_CLOSE_WAIT, move || drop(c)).is_none() {
+                warn!("the Kafka consumer did not close in time (brokers unreachable?); not waiting for it");
+            }
             return Ok(StageSummary {
                 stopped_by: if sb.lost() { "handed-over" } else { "signal" }.into(),
                 ..stopped_early(summary, "standby")
@@ -860,6 +865,7 @@ async fn stage(
         skipped = summary.skipped,
         dead_letter = summary.dead_letter,
         stopped_by,
+        hops = %serde_json::to_string(&summary.hops).unwrap_or_default(),
         "stage stopped"
     );
     match failure {
@@ -942,25 +948,32 @@ async fn take_over(
     health.publish();
     info!(signed_topic = %s.signed_topic, changelog = s.changelog_topic.as_deref().unwrap_or(""),
         "standby: following the changelog until the signed topic is assigned to this process");
-    let follower = {
+    let (done_tx, mut done_rx) = oneshot::channel();
+    {
         let (s, health, until) = (s.clone(), Arc::clone(health), Arc::clone(&until));
         std::thread::Builder::new()
             .name("neardup-follow".into())
             .spawn(move || {
                 let mut d = d;
                 let r = standby::follow(&s, d.index_mut(), &health, &until, false);
-                (d, r)
-            })?
-    };
+                let _ = done_tx.send((d, r));
+            })?;
+    }
     // the consumer is polled meanwhile (its rebalance callbacks run then); a record of the
     // signed topic that arrives before the take-over (it should not: the assignment is
     // paused) is read again after it
     let mut again: Option<(String, i32, i64)> = None;
     let mut stopped = false;
+    let mut ended = None;
     loop {
         tokio::select! {
             _ = sb.assigned() => break,
             _ = stop_rx.changed() => { stopped = true; break }
+            r = &mut done_rx => {
+                // the follower ended on its own: an error (a stop ends it too)
+                ended = Some(r.map_err(|_| anyhow!("the changelog follower panicked"))?);
+                break;
+            }
             m = consumer.recv() => match m {
                 Ok(m) => {
                     if again.is_none() {
@@ -969,8 +982,11 @@ async fn take_over(
                 }
                 Err(e) if kafka::fenced(&e) => {
                     until.store(true, Ordering::Release);
-                    let _ = tokio::task::spawn_blocking(move || follower.join()).await;
-                    return Err(anyhow!("the broker fenced this member of group {}: another                         process has its instance id ({e})", s.group_id));
+                    return Err(anyhow!(
+                        "the broker fenced this member of group {}: another process has its \
+                         instance id ({e})",
+                        s.group_id
+                    ));
                 }
                 Err(e) => {
                     warn!(error = %e, "consume error");
@@ -980,16 +996,27 @@ async fn take_over(
         }
     }
     until.store(true, Ordering::Release);
-    let (mut d, followed) = tokio::task::spawn_blocking(move || follower.join())
-        .await?
-        .map_err(|_| anyhow!("the changelog follower panicked"))?;
-    let followed = followed?;
+    let (mut d, followed) = match ended {
+        Some(x) => x,
+        None => done_rx
+            .await
+            .map_err(|_| anyhow!("the changelog follower panicked"))?,
+    };
+    let followed = followed.context("the standby cannot follow the changelog")?;
     info!(
         records = followed.records,
         changelog_next = followed.next,
         "standby: stopped following"
     );
     if stopped || crate::signals::stop_requested() {
+        health.following.store(false, Ordering::Relaxed);
+        *dedup = Some(d);
+        return Ok(false);
+    }
+    if consumer.assignment().map_or(0, |a| a.count()) == 0 {
+        // taken away again before the take-over began: the other decider is not fenced
+        warn!("standby: the signed topic went away before the take-over; stopping (a restart follows the changelog)");
+        sb.lose();
         health.following.store(false, Ordering::Relaxed);
         *dedup = Some(d);
         return Ok(false);
@@ -1023,6 +1050,7 @@ async fn take_over(
         .context("cannot read the consumer's assignment")?;
     if assignment.count() == 0 {
         warn!("standby: the signed topic went away during the take-over; stopping (a restart follows the changelog)");
+        sb.lose();
         return Ok(false);
     }
     if let Some((topic, partition, offset)) = again {

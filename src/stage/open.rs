@@ -42,6 +42,27 @@ pub(super) async fn open_decider(
         Err(e) if is_interrupted(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
+    if s.standby && index.next_doc() > 0 && index.changelog_next()?.is_none() {
+        // an index written without exactly-once (or before a version that records the
+        // offset) may hold documents the changelog lacks, and a standby never writes them
+        // again: its index must be the changelog, so it is restored from it
+        warn!(index = %s.index.display(),
+            "standby: the index records no changelog offset (written without exactly-once, or by an \
+             older version): restoring it from the changelog");
+        drop(index);
+        std::fs::write(
+            s.index.join(changelog::RESTORE_MARKER),
+            b"a standby restores an index that records no changelog offset\n",
+        )
+        .with_context(|| format!("cannot write to {}", s.index.display()))?;
+        changelog::discard_partial(s)?;
+        let s2 = s.clone();
+        index = match tokio::task::spawn_blocking(move || open_index(&s2)).await? {
+            Ok((index, _)) => index,
+            Err(e) if is_interrupted(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+    }
     if let (Some(topic), false) = (&s.changelog_topic, s.dry_run) {
         let (s2, h2, topic) = (s.clone(), Arc::clone(health), topic.clone());
         let (back, restored) = tokio::task::spawn_blocking(move || {

@@ -217,7 +217,8 @@ fn transaction_error(what: &str, txn: &Transactions, e: KafkaError) -> anyhow::E
     if fenced {
         anyhow!(
             "fenced: another process started with transactional id {} (a newer instance of \
-             this index's stage); this one writes nothing more and stops ({what}: {e})",
+             this index's stage, or its standby taking over); this one writes nothing more \
+             and stops ({what}: {e})",
             txn.id
         )
     } else {

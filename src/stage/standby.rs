@@ -76,6 +76,11 @@ impl Standby {
         }
     }
 
+    /// The signed topic went away during a take-over: the stage stops.
+    pub fn lose(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
     /// The deciding process lost the signed topic (the stage stopped for it).
     pub fn lost(&self) -> bool {
         self.lost.load(Ordering::Acquire)

@@ -234,13 +234,8 @@ impl Deduplicator {
         url: Option<&str>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let (m, tau) = (self.index.params().measure, self.index.params().threshold);
-        let q = q.entries();
-        let mq = mass(q, m);
+        let mut rule = PairRule::new(&self.index, q, tmpl, url);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
-        // the page's host is hashed once, and only when a short pair needs it
-        let mut hashed = None;
-        let mut host = || url.map(|u| *hashed.get_or_insert_with(|| host_hash(u)));
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
                 continue; // expired since it was indexed
@@ -248,20 +243,110 @@ impl Deduplicator {
             if doc.decision.kind != DecisionKind::Unique {
                 continue;
             }
-            if kept_apart(tmpl, &doc, &mut host).is_some() {
+            let Some(sim) = rule.similarity(&self.index, &doc) else {
                 continue;
-            }
-            let informative = self.index.informative(&doc.url, &doc.sigs);
-            let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
-            if !length_bound(mq, mass(d, m), tau) || !similarity_at_least(q, d, m, tau) {
-                continue;
-            }
-            let sim = similarity(q, d, m);
+            };
             if best.as_ref().is_none_or(|(_, s, _)| sim > *s) {
                 best = Some((doc, sim, *c));
             }
         }
         Ok(best)
+    }
+}
+
+/// The matching rule of a page and one indexed document, the one every decision uses (the
+/// deduplicator's, and the shards simulation's votes): not [`kept_apart`], and at least τ
+/// similar on both sides' informative signatures ([`Index::informative`]).
+pub struct PairRule<'a> {
+    q: &'a [(u32, u32)],
+    mq: u64,
+    tmpl: &'a [u32],
+    url: Option<&'a str>,
+    host: Option<u64>,
+    measure: crate::signature::Measure,
+    tau: f64,
+}
+
+impl<'a> PairRule<'a> {
+    /// The rule for a page of informative signatures `q`, template sample `tmpl`, and `url`
+    /// when short pages are matched across hosts only (text rules 3 and later).
+    pub fn new(index: &Index, q: &'a Signatures, tmpl: &'a [u32], url: Option<&'a str>) -> Self {
+        let (measure, tau) = (index.params().measure, index.params().threshold);
+        let q = q.entries();
+        PairRule {
+            q,
+            mq: mass(q, measure),
+            tmpl,
+            url,
+            host: None,
+            measure,
+            tau,
+        }
+    }
+
+    /// The page's similarity to `doc` when the rule matches them, else `None`.
+    pub fn similarity(&mut self, index: &Index, doc: &DocRecord) -> Option<f64> {
+        // the page's host is hashed once, and only when a short pair needs it
+        let (url, hashed) = (self.url, &mut self.host);
+        let mut host = || url.map(|u| *hashed.get_or_insert_with(|| host_hash(u)));
+        if kept_apart(self.tmpl, doc, &mut host).is_some() {
+            return None;
+        }
+        let informative = index.informative(&doc.url, &doc.sigs);
+        let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
+        let m = self.measure;
+        if !length_bound(self.mq, mass(d, m), self.tau)
+            || !similarity_at_least(self.q, d, m, self.tau)
+        {
+            return None;
+        }
+        Some(similarity(self.q, d, m))
+    }
+}
+
+/// The retention window's schedule, the same for every driver: the newest first-seen time
+/// of the pages decided so far, and every [`Retention::EVERY`] decided pages a sweep that
+/// removes the documents first seen longer than the window before it
+/// ([`Index::expire`](crate::index::Index::expire)).
+#[derive(Debug, Clone)]
+pub struct Retention {
+    window: i64,
+    newest: i64,
+    since: u64,
+}
+
+impl Retention {
+    /// Decided pages between two sweeps.
+    pub const EVERY: u64 = 10_000;
+
+    /// A schedule for a window of `window`.
+    pub fn new(window: std::time::Duration) -> Retention {
+        Retention {
+            window: i64::try_from(window.as_secs()).unwrap_or(i64::MAX),
+            newest: i64::MIN,
+            since: 0,
+        }
+    }
+
+    /// A page first seen at `first_seen` (Unix seconds) was decided.
+    pub fn decided(&mut self, first_seen: i64) {
+        self.newest = self.newest.max(first_seen);
+        self.since += 1;
+    }
+
+    /// A sweep is due.
+    pub fn due(&self) -> bool {
+        self.since >= Self::EVERY
+    }
+
+    /// Removes what the window leaves out (nothing before any page was decided); returns how
+    /// many documents went.
+    pub fn sweep(&mut self, index: &mut crate::index::Index) -> Result<u64, IndexError> {
+        self.since = 0;
+        if self.newest == i64::MIN {
+            return Ok(0);
+        }
+        index.expire(self.newest.saturating_sub(self.window))
     }
 }
 

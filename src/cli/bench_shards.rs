@@ -26,9 +26,8 @@ use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use super::synthetic::{Generator, Synth};
-use crate::dedup::{Deduplicator, PageRef};
+use crate::dedup::{Deduplicator, PageRef, PairRule};
 use crate::index::{Candidate, Decision, DecisionKind, DocRecord, Index, IndexParams};
-use crate::signature::{length_bound, mass, similarity, similarity_at_least};
 
 /// Arguments of `neardup bench shards`.
 #[derive(Args, Debug)]
@@ -79,26 +78,31 @@ fn owner(id: &str, shards: usize) -> usize {
 }
 
 /// One shard's votes for a page: (stream position, similarity) of every page it owns that
-/// reaches τ.
+/// the deduplicator's own rule matches with it ([`PairRule`]: informative signatures, the
+/// template and host tests, τ).
 fn votes(
     shard: &mut Index,
-    q: &crate::signature::Signatures,
+    url: &str,
+    signed: &crate::signature::Signed,
     cands: &mut Vec<Candidate>,
     out: &mut Vec<(u64, f64)>,
 ) -> Result<()> {
-    let (m, tau) = (shard.params().measure, shard.params().threshold);
+    let informative = shard.informative(url, &signed.sigs);
+    let q = informative.as_ref().unwrap_or(&signed.sigs);
+    if q.set_len() < shard.params().min_signatures as usize {
+        // too little text of its own to match on: it matches nothing
+        return Ok(());
+    }
     shard.list_candidates(q, cands)?;
-    let qe = q.entries();
-    let mq = mass(qe, m);
+    let hosts = shard.params().signature.short_pages_across_hosts_only();
+    let mut rule = PairRule::new(shard, q, &signed.template, hosts.then_some(url));
     for c in cands.iter() {
         let Some(doc) = shard.doc(c.doc)? else {
             continue;
         };
-        let d = doc.sigs.entries();
-        if !length_bound(mq, mass(d, m), tau) || !similarity_at_least(qe, d, m, tau) {
-            continue;
+        if let Some(sim) = rule.similarity(shard, &doc) {
+            out.push((c.doc, sim));
         }
-        out.push((c.doc, similarity(qe, d, m)));
     }
     Ok(())
 }
@@ -143,7 +147,7 @@ fn run_one(a: &BenchShardsArgs, shards: usize, params: &IndexParams) -> Result<S
             let t = Instant::now();
             shard_votes[k].clear();
             if judged {
-                votes(shard, &p.signed.sigs, &mut cands, &mut shard_votes[k])?;
+                votes(shard, &p.url, &p.signed, &mut cands, &mut shard_votes[k])?;
                 if k == own {
                     let rec = DocRecord {
                         id: p.id.clone(),
@@ -153,7 +157,7 @@ fn run_one(a: &BenchShardsArgs, shards: usize, params: &IndexParams) -> Result<S
                         sigs: p.signed.sigs.clone(),
                         decision: Decision::plain(DecisionKind::Unique),
                         delta: None,
-                        template: Vec::new(),
+                        template: p.signed.template.clone(),
                     };
                     shard.restore_put(i, &rec)?;
                 }

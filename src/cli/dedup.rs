@@ -8,7 +8,7 @@
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -108,13 +108,6 @@ fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
     Ok(Box::new(f))
 }
 
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// Runs `neardup dedup`.
 pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     let params = config::index_params(
@@ -190,8 +183,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     let started = Instant::now();
     let params_id = record::params_id(&params);
     let mut s = Summary::default();
-    let mut newest_seen = i64::MIN;
-    let mut since_sweep = 0u64;
+    let mut retention = retention.map(crate::dedup::Retention::new);
 
     std::thread::scope(|scope| -> Result<()> {
         let signer = &signer;
@@ -255,8 +247,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                     }
                     Prepared::Page(b) => {
                         let (page, signed) = *b;
-                        let first_seen = page.fetched_at.unwrap_or_else(now_secs);
-                        newest_seen = newest_seen.max(first_seen);
+                        let first_seen = page.fetched_at.unwrap_or_else(crate::record::now_secs);
                         let outcome = dedup.decide(
                             PageRef {
                                 id: &page.doc_id,
@@ -296,7 +287,9 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                         );
                         serde_json::to_writer(&mut *out, &rec)?;
                         out.push(b'\n');
-                        since_sweep += 1;
+                        if let Some(r) = &mut retention {
+                            r.decided(first_seen);
+                        }
                     }
                 }
             }
@@ -307,10 +300,8 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                 w.write_all(&dup_lines)?;
                 dup_lines.clear();
             }
-            if let (Some(window), true) = (retention, since_sweep >= 10_000) {
-                since_sweep = 0;
-                let cutoff = newest_seen - window.as_secs() as i64;
-                s.expired += dedup.index_mut().expire(cutoff)?;
+            if let Some(r) = retention.as_mut().filter(|r| r.due()) {
+                s.expired += r.sweep(dedup.index_mut())?;
             }
             if let Some(pb) = &progress {
                 pb.set_position(s.bytes);
@@ -323,12 +314,8 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         Ok(())
     })?;
 
-    if let Some(window) = retention {
-        if newest_seen > i64::MIN {
-            s.expired += dedup
-                .index_mut()
-                .expire(newest_seen - window.as_secs() as i64)?;
-        }
+    if let Some(r) = &mut retention {
+        s.expired += r.sweep(dedup.index_mut())?;
     }
     unique_out.flush()?;
     if let Some(w) = &mut dup_out {

@@ -407,3 +407,37 @@ fn short_pages_match_other_hosts_only() {
         }
     }
 }
+
+/// The retention schedule: a sweep is due every 10,000 decided pages and removes the pages
+/// first seen longer than the window before the newest.
+#[test]
+fn retention_sweeps_every_ten_thousand_pages_behind_the_newest() {
+    let mut d = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+    let mut r = Retention::new(std::time::Duration::from_secs(100));
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 0, "nothing decided yet");
+    for (id, html, seen) in [("old", RIVER, 1_000), ("new", SCHOOL, 1_150)] {
+        d.process(
+            PageRef {
+                id,
+                url: id,
+                first_seen: seen,
+            },
+            html,
+        )
+        .unwrap();
+        r.decided(seen);
+    }
+    assert!(!r.due());
+    for _ in 2..Retention::EVERY {
+        r.decided(1_150);
+    }
+    assert!(r.due());
+    assert_eq!(
+        r.sweep(d.index_mut()).unwrap(),
+        1,
+        "first seen 150 s before the newest"
+    );
+    assert!(!r.due());
+    assert!(d.index().find_id("old").unwrap().is_none());
+    assert!(d.index().find_id("new").unwrap().is_some());
+}

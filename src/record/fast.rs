@@ -530,6 +530,12 @@ mod tests {
             .filter(|p| !p.to_string_lossy().contains("-sample"))
             .collect();
         if files.is_empty() {
+            // a CI run must not pass without the real pages it claims to check
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true and no corpus in ../shared/data: this test checks real pages; run CI \
+                 from a clone beside ../shared (see its data/README.md)"
+            );
             eprintln!("skipped: no corpus in ../shared/data (see its README)");
             return;
         }

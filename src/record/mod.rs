@@ -470,6 +470,15 @@ impl DeadLetter {
     }
 }
 
+/// The clock in Unix seconds (0 before 1970): a page's first-seen time when it carries
+/// none, and the now of a retention sweep.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

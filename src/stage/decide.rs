@@ -177,8 +177,7 @@ pub(super) fn decide_loop(
     );
     let changelog: Option<Arc<str>> = s.changelog_topic.as_deref().map(Arc::from);
     dedup.index_mut().set_journal(changelog.is_some());
-    let mut newest_seen = i64::MIN;
-    let mut since_sweep = 0u64;
+    let mut retention = s.retention.map(crate::dedup::Retention::new);
     let mut last_stats = Instant::now() - Duration::from_secs(60);
     // the records waiting in the queue and already signed (at most WAL_BATCH) are decided
     // one after the other, the index's log of their decisions is handed to the operating
@@ -228,7 +227,6 @@ pub(super) fn decide_loop(
                     .fetched_at
                     .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
                     .unwrap_or_else(now_secs);
-                newest_seen = newest_seen.max(first_seen);
                 if committed.is_some() {
                     // written to the log before the decision: a crash before the commit
                     // leaves a mark, and the next start removes what the decision stored
@@ -298,7 +296,9 @@ pub(super) fn decide_loop(
                 if let Some(c) = &outcome.decision.canonical_id {
                     headers.push((HEADER_CANONICAL, c.clone()));
                 }
-                since_sweep += 1;
+                if let Some(r) = &mut retention {
+                    r.decided(first_seen);
+                }
                 Outbound {
                     inbound,
                     topic: Arc::clone(topic),
@@ -311,15 +311,12 @@ pub(super) fn decide_loop(
                 }
             }
         };
-        if let (Some(window), true) = (s.retention, since_sweep >= 10_000) {
+        if let Some(r) = retention.as_mut().filter(|r| r.due()) {
             // nor through a sweep
             if !publish(dedup.index(), &mut ready, &out)? {
                 return Ok(());
             }
-            since_sweep = 0;
-            let n = dedup
-                .index_mut()
-                .expire(newest_seen - window.as_secs() as i64)?;
+            let n = r.sweep(dedup.index_mut())?;
             counts.expired += n;
             metrics::counter!(tm::INDEX_EXPIRED).increment(n);
         }

@@ -55,6 +55,7 @@ use tracing::{error, info, warn};
 pub use crate::config::Role;
 use crate::dedup::{prepare, PrepareTimes, Prepared};
 use crate::http::{AppState, ServiceSlot};
+use crate::record::now_secs;
 use crate::record::signed::{signature_id, SignedRecord};
 use crate::telemetry::{self as tm, Health};
 pub use settings::{Membership, Mode, StageSettings, Start};
@@ -318,13 +319,6 @@ fn since_ms(ms: Option<i64>) -> Option<Duration> {
         .as_millis() as i64;
     let d = now - ms?;
     (d >= 0).then(|| Duration::from_millis(d as u64))
-}
-
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 async fn run_async(s: StageSettings) -> Result<StageSummary> {

@@ -184,15 +184,7 @@ fn a_paused_process_is_fenced_when_it_comes_back() {
     assert_ne!(code, Some(0), "the fenced process stops with an error");
     let log = std::fs::read_to_string(dir.path().join("a.log")).unwrap();
     assert!(log.contains("fenced"), "the log says it was fenced");
-    s.signal("TERM");
-    assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    let outs = b.read_quiet(
-        &OUTPUTS,
-        usize::MAX,
-        Duration::from_secs(120),
-        Duration::from_secs(5),
-    );
-    check_exactly_once(&outs, &ids);
+    stop_and_check_exactly_once(&b, [&mut s], &OUTPUTS, ids);
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

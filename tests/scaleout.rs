@@ -441,7 +441,7 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
         }
     };
     let (records, bad) = inputs(env_or("NEARDUP_EOS_STORIES", 1500));
-    let mut ids = ids(&records);
+    let ids = ids(&records);
     // the input arrives while the roles are killed: 125 records a second, about 36 s
     let feed = {
         let (addr, records) = (b.addr(), records.clone());
@@ -487,21 +487,8 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
     wait_until(Duration::from_secs(600), "every input answered", || {
         b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
     });
-    for s in &mut stages {
-        s.signal("TERM");
-        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    }
-    let outs = b.read_quiet(
-        &OUTPUTS,
-        usize::MAX,
-        Duration::from_secs(120),
-        Duration::from_secs(5),
-    );
-    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
-        ids.insert(o.source());
-    }
+    let (outs, ids) = stop_and_check_exactly_once(&b, &mut stages, &OUTPUTS, ids);
     assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
-    check_exactly_once(&outs, &ids);
     let signed = b.read(&[SIGNED], usize::MAX, Duration::from_secs(120));
     assert_eq!(
         signed.len(),
@@ -561,7 +548,7 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
         s.wait_ready(Duration::from_secs(90));
     }
     let (records, bad) = inputs(env_or("NEARDUP_STANDBY_STORIES", 2500));
-    let mut ids = ids(&records);
+    let ids = ids(&records);
     // 100 records a second, about 75 s
     let feed = {
         let (addr, records) = (b.addr(), records.clone());
@@ -639,7 +626,8 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
                 "the resumed decider stops ({code:?}); log:\n{log}"
             );
             eprintln!(
-                "decider-{a} resumed: fenced, exit {code:?} ({written} outputs before the pause)"
+                "decider-{a} resumed: stopped ({}), exit {code:?} ({written} outputs before the pause)",
+                if fenced { "fenced" } else { "handed over" }
             );
             deciders[a] = start_decider(a);
         }
@@ -649,21 +637,10 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
         restart_exited(&mut deciders, &mut start_decider);
         b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
     });
-    for s in deciders.iter_mut().chain([&mut { signer }]) {
-        s.signal("TERM");
-        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    }
-    let outs = b.read_quiet(
-        &OUTPUTS,
-        usize::MAX,
-        Duration::from_secs(120),
-        Duration::from_secs(5),
-    );
-    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
-        ids.insert(o.source());
-    }
+    let mut signer = signer;
+    let (outs, ids) =
+        stop_and_check_exactly_once(&b, deciders.iter_mut().chain([&mut signer]), &OUTPUTS, ids);
     assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
-    check_exactly_once(&outs, &ids);
     let order = decided_order(&b, &records);
     assert_eq!(order.len(), records.len() - bad);
     assert_eq!(decisions(&outs), file_mode(&order, d));

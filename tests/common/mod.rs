@@ -833,3 +833,30 @@ pub fn check_exactly_once(outs: &[Out], ids: &std::collections::BTreeSet<String>
     );
     assert_eq!(n.len(), ids.len(), "outputs for inputs never sent");
 }
+
+/// Stops each stage with SIGTERM (each exits 0), reads `topics` as a read_committed consumer
+/// sees them once they are quiet, adds the source of every dead letter to `ids` (a bad record
+/// is answered by its dead letter), and checks that every input of `ids` is answered exactly
+/// once. Returns the outputs and the ids.
+pub fn stop_and_check_exactly_once<'a>(
+    b: &Broker,
+    stages: impl IntoIterator<Item = &'a mut Stage>,
+    topics: &[&str],
+    mut ids: std::collections::BTreeSet<String>,
+) -> (Vec<Out>, std::collections::BTreeSet<String>) {
+    for s in stages {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+    let outs = b.read_quiet(
+        topics,
+        usize::MAX,
+        Duration::from_secs(120),
+        Duration::from_secs(5),
+    );
+    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+        ids.insert(o.source());
+    }
+    check_exactly_once(&outs, &ids);
+    (outs, ids)
+}

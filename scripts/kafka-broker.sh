@@ -84,8 +84,12 @@ PROPS
 java_opts=(-Xms256m -Xmx1g -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
   "-Dlog4j2.configurationFile=$dir/log4j2.properties" -cp "$libs/*")
 if [ ! -f "$dir/data/meta.properties" ]; then
-  # a cluster id is 16 random bytes in URL-safe base64 without padding
-  cluster="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  # a cluster id is 16 random bytes in URL-safe base64 without padding; one that starts with
+  # '-' (1 in 64) would be read by the format tool as an option, so another is drawn
+  cluster=-
+  while [ "${cluster#-}" != "$cluster" ]; do
+    cluster="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  done
   scram=()
   if [ -n "$sport" ]; then
     scram=(--add-scram "SCRAM-SHA-512=[name=${NEARDUP_BROKER_USER:?},password=${NEARDUP_BROKER_PASSWORD:?}]")

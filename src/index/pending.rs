@@ -24,7 +24,6 @@
 use super::{reader, Batch, Family, Index, IndexError};
 
 const PREFIX: &[u8] = b"txn/";
-const META_NEXT_DOC_LEN: usize = 16;
 const END: &[u8] = b"txn0"; // '0' follows '/': the first key after every mark
 /// The changelog's offset after the records the index holds without a mark.
 const CHANGELOG_NEXT: &[u8] = b"changelog_next";
@@ -117,7 +116,7 @@ impl Index {
         let done = self.undo_pending(&mut |_| false)?;
         if let Some(num) = first {
             if num < self.next_doc {
-                let mut b = Batch::with_capacity(META_NEXT_DOC_LEN, 1);
+                let mut b = Batch::with_capacity(super::META_NEXT_DOC.len() + 8, 1);
                 b.put(Family::Meta, super::META_NEXT_DOC, &num.to_be_bytes());
                 self.store.write(b)?;
                 self.next_doc = num;

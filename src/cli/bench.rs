@@ -83,6 +83,9 @@ pub enum BenchCommand {
     /// A simulation of the sharded decider: S shards each probing the pages they own, an
     /// aggregator deciding; checks the decisions against one decider and projects the rate
     Shards(super::bench_shards::BenchShardsArgs),
+    /// alg.G's and alg.H's in-memory tables alone, fingerprints and document numbers only,
+    /// to 100M pages and beyond
+    Tables(super::bench_tables::BenchTablesArgs),
 }
 
 #[derive(Deserialize)]
@@ -157,6 +160,10 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     match args.command {
         Some(BenchCommand::Index(a)) => {
             super::bench_index::run(a)?;
+            return Ok(Vec::new());
+        }
+        Some(BenchCommand::Tables(a)) => {
+            super::bench_tables::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Serve(a)) => {

@@ -93,6 +93,9 @@ pub struct IndexRow {
     pub dir_bytes_per_doc: f64,
     /// Bytes of the in-memory lists per document.
     pub lists_bytes_per_doc: f64,
+    /// Bytes of the in-memory fingerprint tables (alg.G, alg.H) per document.
+    #[serde(default)]
+    pub tables_bytes_per_doc: f64,
     /// Resident memory at the end, MiB.
     pub rss_mib: f64,
     /// Peak resident memory, MiB.
@@ -115,6 +118,13 @@ pub struct IndexRow {
     pub copies_found: u64,
     /// Originals (not copies) decided duplicate.
     pub originals_duplicate: u64,
+    /// Copies reaching τ whose fingerprint is within the Hamming radius of their original's
+    /// (what a fingerprint index promises to find).
+    #[serde(default)]
+    pub copies_within_k: u64,
+    /// Of those, decided duplicate.
+    #[serde(default)]
+    pub copies_within_k_found: u64,
     /// Decisions: unique, duplicate, skipped.
     pub unique: u64,
     /// Duplicates.
@@ -258,6 +268,13 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
             Some((_, j)) if j >= tau => {
                 row.copies_expected += 1;
                 row.copies_found += u64::from(dup);
+                let near = page.source_fingerprint.as_deref().is_some_and(|src| {
+                    crate::signature::hamming(src, &page.signed.fingerprint) <= params.rh
+                });
+                if near {
+                    row.copies_within_k += 1;
+                    row.copies_within_k_found += u64::from(dup);
+                }
             }
             Some(_) => {}
             None => row.originals_duplicate += u64::from(dup),
@@ -302,6 +319,9 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
         .map(|(name, _, bytes)| (name.clone(), *bytes as f64 / docs))
         .collect();
     row.lists_bytes_per_doc = stats.lists.map_or(0.0, |l| l.memory_bytes as f64 / docs);
+    row.tables_bytes_per_doc = stats
+        .fingerprint_tables
+        .map_or(0.0, |t| t.memory_bytes as f64 / docs);
     row.rss_mib = status_kib("VmRSS:") / 1024.0;
     row.peak_rss_mib = status_kib("VmHWM:") / 1024.0;
     row.dir_bytes_per_doc = dir_bytes(dir) as f64 / docs;
@@ -469,9 +489,9 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
 
 fn print_header() {
     println!(
-        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprint tables / dir) | lists in memory B/doc | lists snapshot B/doc | RSS MiB (peak) | build s | lists snapshot: write s / reopen s; rebuild s | copies found |"
+        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprints / dir) | in memory B/doc (lists / fingerprint tables) | lists snapshot B/doc | RSS MiB (peak) | build s | lists snapshot: write s / reopen s; rebuild s | copies found | copies within k found |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn print_row(r: &IndexRow) {
@@ -482,14 +502,14 @@ fn print_row(r: &IndexRow) {
             .map_or(0.0, |x| x.1)
     };
     let docs_ids = fam("docs") + fam("ids");
-    let fp = fam("alg_g") + fam("alg_h");
+    let fp = fam("fingerprints");
     let done = if r.docs < r.target_docs {
         format!("{} (stopped at {})", r.target_docs, r.docs)
     } else {
         r.docs.to_string()
     };
     println!(
-        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) |",
+        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) | {} of {} |",
         r.method,
         r.decisions_per_second,
         r.first_decisions_per_second,
@@ -501,6 +521,7 @@ fn print_row(r: &IndexRow) {
         fp,
         r.dir_bytes_per_doc,
         r.lists_bytes_per_doc,
+        r.tables_bytes_per_doc,
         r.snapshot_bytes_per_doc,
         r.rss_mib,
         r.peak_rss_mib,
@@ -511,5 +532,7 @@ fn print_row(r: &IndexRow) {
         r.copies_found as f64 / r.copies_expected.max(1) as f64,
         r.copies_found,
         r.copies_expected,
+        r.copies_within_k_found,
+        r.copies_within_k,
     );
 }

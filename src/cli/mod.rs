@@ -6,6 +6,7 @@ pub mod bench_scaleout;
 pub mod bench_serve;
 pub mod bench_shards;
 pub mod bench_stage;
+pub mod bench_tables;
 pub mod dedup;
 pub mod eval;
 pub mod explain;

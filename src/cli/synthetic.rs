@@ -158,14 +158,19 @@ pub struct SynthPage {
     pub signed: Signed,
     /// The original this page copies (its position in the stream) and their exact Jaccard.
     pub copy_of: Option<(u64, f64)>,
+    /// The fingerprint of that original.
+    pub source_fingerprint: Option<Vec<u64>>,
 }
+
+/// A recent original: position, signatures, fingerprint.
+type Original = (u64, Vec<(u32, u32)>, Vec<u64>);
 
 /// The stream.
 pub struct Generator {
     cfg: Synth,
     rng: Rng,
     n: u64,
-    originals: VecDeque<(u64, Vec<(u32, u32)>)>,
+    originals: VecDeque<Original>,
     counts: FxHashMap<u32, u32>,
 }
 
@@ -220,9 +225,11 @@ impl Generator {
         self.counts.clear();
         let copy = !self.originals.is_empty() && self.rng.unit() < self.cfg.copy_rate;
         let mut copy_of = None;
+        let mut source_fingerprint = None;
         let entries = if copy {
             let at = self.rng.below(self.originals.len() as u64) as usize;
-            let (src_n, src) = self.originals[at].clone();
+            let (src_n, src, src_fp) = self.originals[at].clone();
+            source_fingerprint = Some(src_fp);
             let j = quantile(COPY_JACCARD_QUANTILES, self.rng.unit());
             let keep = 2.0 * j / (1.0 + j);
             for &(h, f) in &src {
@@ -239,15 +246,17 @@ impl Generator {
         } else {
             let want = quantile(&self.cfg.sizes, self.rng.unit()).round().max(1.0) as usize;
             self.fill(want);
-            let e = self.entries();
-            self.originals.push_back((n, e.clone()));
+            self.entries()
+        };
+        let original = copy_of.is_none().then(|| entries.clone());
+        let sigs = Signatures::from_entries(entries).expect("sorted, positive");
+        let fp = fingerprint(&sigs, self.cfg.fingerprint, self.cfg.fingerprint_bits);
+        if let Some(e) = original {
+            self.originals.push_back((n, e, fp.clone()));
             if self.originals.len() > self.cfg.copy_window {
                 self.originals.pop_front();
             }
-            e
-        };
-        let sigs = Signatures::from_entries(entries).expect("sorted, positive");
-        let fp = fingerprint(&sigs, self.cfg.fingerprint, self.cfg.fingerprint_bits);
+        }
         let h = mix64(n ^ self.cfg.seed.rotate_left(17));
         SynthPage {
             n,
@@ -265,6 +274,7 @@ impl Generator {
                 ..Default::default()
             },
             copy_of,
+            source_fingerprint,
         }
     }
 }

@@ -17,23 +17,14 @@
 //! one of the tables is guaranteed to contain every fingerprint within
 //! distance `rh`. Each hit is checked with the exact Hamming distance.
 //!
-//! # Key layout (family [`Family::AlgG`])
-//!
-//! ```text
-//! key   = table id (u16 BE) ++ permuted fingerprint (u64 BE) ++ doc (u64 BE)   18 bytes
-//! value = original fingerprint (u64 BE)                                          8 bytes
-//! ```
+//! The tables are held in memory ([`super::fptables`]); this module is their layout.
 
-use crate::index::store::{
-    check_len, read_u64, Batch, Family, IndexParamError, Store, StoreError, SCAN_PAST,
-};
+use crate::index::store::IndexParamError;
 
 /// Largest supported Hamming radius.
 pub const MAX_RH: u32 = 8;
 /// Largest supported number of blocks.
 pub const MAX_M: u32 = 16;
-/// Length of a key in [`Family::AlgG`].
-pub const KEY_LEN: usize = 18;
 
 /// One block moved by a table permutation.
 #[derive(Debug, Clone, Copy)]
@@ -137,19 +128,19 @@ impl AlgG {
         })
     }
 
-    /// A sensible number of blocks for radius `rh`: 1 for `rh = 0` (a single
-    /// table keyed by the whole fingerprint), otherwise `rh + 3` capped at 16.
-    ///
-    /// With three blocks that may differ beyond the `rh` that must match, the
-    /// exact-match prefix stays long (33 bits for rh = 3, m = 6, the setting of
-    /// Manku et al., giving 20 tables) while the number of tables C(m, rh)
-    /// stays moderate (4 for rh = 1, 10 for rh = 2, 165 for rh = 8).
+    /// The number of blocks when the index's settings leave it at 0: the fewest whose every
+    /// table's exact prefix is at least [`super::fptables::DIR_BITS`] (16) bits, so that a
+    /// probe addresses a whole bucket directory ([`super::fptables`]): 1 for `rh = 0` (one
+    /// table of the whole fingerprint), 2 for 1, 4 for 3 (four tables of a 16-bit block, where
+    /// Manku et al.'s 20 tables of 31–33 bits suit 2^34 pages), 8 for 6, 11 for 8.
     pub fn default_m(rh: u32) -> u32 {
-        if rh == 0 {
-            1
-        } else {
-            rh.saturating_add(3).min(MAX_M)
-        }
+        (rh + 1..=MAX_M)
+            .find(|&m| {
+                AlgG::new(m, rh).is_ok_and(|g| {
+                    (0..g.tables()).all(|t| g.prefix_bits(t) >= super::fptables::DIR_BITS)
+                })
+            })
+            .unwrap_or(MAX_M)
     }
 
     /// Number of blocks.
@@ -179,7 +170,7 @@ impl AlgG {
     }
 
     /// The fingerprint `fp` permuted for table `table`.
-    fn permute(&self, table: usize, fp: u64) -> u64 {
+    pub(crate) fn permute(&self, table: usize, fp: u64) -> u64 {
         let m = self.m as usize;
         self.segments[table * m..(table + 1) * m]
             .iter()
@@ -187,211 +178,11 @@ impl AlgG {
                 acc | (((fp << s.src_shift) >> s.width_shift) << s.width_shift) >> s.dst_shift
             })
     }
-
-    /// Encodes the key of (`table`, `fp`, `doc`) into `key`.
-    fn key(&self, table: usize, fp: u64, doc: u64, key: &mut [u8; KEY_LEN]) {
-        // Table ids are < C(16, 8) = 12870, so they fit a u16.
-        key[..2].copy_from_slice(&(table as u16).to_be_bytes());
-        key[2..10].copy_from_slice(&self.permute(table, fp).to_be_bytes());
-        key[10..].copy_from_slice(&doc.to_be_bytes());
-    }
-
-    /// Queues the keys of document `doc` with fingerprint `fp`, one per table.
-    pub fn insert(&self, batch: &mut Batch, fp: u64, doc: u64) {
-        let mut key = [0u8; KEY_LEN];
-        let value = fp.to_be_bytes();
-        for table in 0..self.tables() {
-            self.key(table, fp, doc, &mut key);
-            batch.put(Family::AlgG, &key, &value);
-        }
-    }
-
-    /// Queues the deletion of exactly the keys [`AlgG::insert`] writes for
-    /// (`fp`, `doc`).
-    pub fn remove(&self, batch: &mut Batch, fp: u64, doc: u64) {
-        let mut key = [0u8; KEY_LEN];
-        for table in 0..self.tables() {
-            self.key(table, fp, doc, &mut key);
-            batch.delete(Family::AlgG, &key);
-        }
-    }
-
-    /// Finds every indexed document whose fingerprint is within Hamming
-    /// distance `rh` of `fp`.
-    ///
-    /// `out` is cleared, then receives `(doc, distance)` pairs sorted by doc,
-    /// each doc once.
-    pub fn query(
-        &self,
-        store: &dyn Store,
-        fp: u64,
-        out: &mut Vec<(u64, u32)>,
-    ) -> Result<(), StoreError> {
-        out.clear();
-        let mut lo = [0u8; 10];
-        let mut hi = [0u8; 10 + SCAN_PAST.len()];
-        hi[10..].copy_from_slice(&SCAN_PAST);
-        let mut err = None;
-        for (table, &mask) in self.masks.iter().enumerate() {
-            let permuted = self.permute(table, fp);
-            let tid = (table as u16).to_be_bytes();
-            lo[..2].copy_from_slice(&tid);
-            lo[2..].copy_from_slice(&(permuted & mask).to_be_bytes());
-            hi[..2].copy_from_slice(&tid);
-            hi[2..10].copy_from_slice(&(permuted | !mask).to_be_bytes());
-            store.scan(Family::AlgG, &lo, &hi, &mut |key, value| {
-                let hit = check_len(key, KEY_LEN, "alg.G key")
-                    .and_then(|()| check_len(value, 8, "alg.G value"))
-                    .and_then(|()| {
-                        Ok((
-                            read_u64(key, 10, "alg.G key")?,
-                            read_u64(value, 0, "alg.G value")?,
-                        ))
-                    });
-                match hit {
-                    Ok((doc, stored)) => {
-                        let d = (stored ^ fp).count_ones();
-                        if d <= self.rh {
-                            out.push((doc, d));
-                        }
-                        true
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        false
-                    }
-                }
-            })?;
-            if let Some(e) = err.take() {
-                return Err(e);
-            }
-        }
-        out.sort_unstable();
-        out.dedup_by_key(|&mut (doc, _)| doc);
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::store::{MemoryStore, RocksStore};
-    use proptest::prelude::*;
-
-    /// Valid (m, rh) pairs exercised by the property tests.
-    const PARAMS: [(u32, u32); 9] = [
-        (1, 0),
-        (3, 0),
-        (2, 1),
-        (4, 1),
-        (5, 2),
-        (6, 3),
-        (8, 4),
-        (10, 8),
-        (12, 8),
-    ];
-
-    fn brute_force(fps: &[u64], q: u64, rh: u32) -> Vec<(u64, u32)> {
-        fps.iter()
-            .enumerate()
-            .map(|(doc, &fp)| (doc as u64, (fp ^ q).count_ones()))
-            .filter(|&(_, d)| d <= rh)
-            .collect()
-    }
-
-    fn flip(base: u64, bits: &[u32]) -> u64 {
-        bits.iter().fold(base, |fp, &b| fp ^ (1 << b))
-    }
-
-    fn build(g: &AlgG, store: &dyn Store, fps: &[u64]) {
-        let mut batch = Batch::default();
-        for (doc, &fp) in fps.iter().enumerate() {
-            g.insert(&mut batch, fp, doc as u64);
-        }
-        store.write(batch).unwrap();
-    }
-
-    fn fingerprint() -> impl Strategy<Value = (usize, Vec<u32>)> {
-        (0usize..4, prop::collection::vec(0u32..64, 0..=10))
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-
-        #[test]
-        fn query_matches_brute_force(
-            param in 0..PARAMS.len(),
-            bases in prop::array::uniform4(any::<u64>()),
-            docs in prop::collection::vec(fingerprint(), 1..60),
-            queries in prop::collection::vec(fingerprint(), 1..12),
-        ) {
-            let (m, rh) = PARAMS[param];
-            let g = AlgG::new(m, rh).unwrap();
-            let fps: Vec<u64> = docs.iter().map(|(c, bits)| flip(bases[*c], bits)).collect();
-            let store = MemoryStore::new();
-            build(&g, &store, &fps);
-            let mut out = Vec::new();
-            for (c, bits) in &queries {
-                let q = flip(bases[*c], bits);
-                g.query(&store, q, &mut out).unwrap();
-                prop_assert_eq!(&out, &brute_force(&fps, q, rh));
-            }
-        }
-    }
-
-    #[test]
-    fn rocks_store_matches_brute_force() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RocksStore::open(dir.path()).unwrap();
-        let g = AlgG::new(6, 3).unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let bases: Vec<u64> = (0..5).map(|_| next()).collect();
-        let mut noisy = |base: u64| {
-            let flips = next() % 7;
-            (0..flips).fold(base, |fp, _| fp ^ (1 << (next() % 64)))
-        };
-        let fps: Vec<u64> = (0..300).map(|i| noisy(bases[i % 5])).collect();
-        build(&g, &store, &fps);
-        let mut out = Vec::new();
-        let mut found = 0;
-        for i in 0..40 {
-            let q = noisy(bases[i % 5]);
-            g.query(&store, q, &mut out).unwrap();
-            assert_eq!(out, brute_force(&fps, q, 3));
-            found += out.len();
-        }
-        assert!(found > 0);
-    }
-
-    #[test]
-    fn remove_after_insert_leaves_family_empty() {
-        for (m, rh) in PARAMS {
-            let g = AlgG::new(m, rh).unwrap();
-            let store = MemoryStore::new();
-            let fps = [0u64, u64::MAX, 0x0123_4567_89ab_cdef, 0x0123_4567_89ab_cdee];
-            build(&g, &store, &fps);
-            assert_eq!(
-                store.family_stats(Family::AlgG).unwrap().keys,
-                (g.tables() * fps.len()) as u64
-            );
-            let mut batch = Batch::default();
-            for (doc, &fp) in fps.iter().enumerate() {
-                g.remove(&mut batch, fp, doc as u64);
-            }
-            store.write(batch).unwrap();
-            assert_eq!(
-                store.family_stats(Family::AlgG).unwrap().keys,
-                0,
-                "m={m} rh={rh}"
-            );
-        }
-    }
 
     #[test]
     fn parameters() {
@@ -403,10 +194,14 @@ mod tests {
         assert!(AlgG::new(17, 3).is_err());
         assert!(AlgG::new(16, 9).is_err());
         for rh in 0..=MAX_RH {
-            assert!(AlgG::new(AlgG::default_m(rh), rh).is_ok(), "rh={rh}");
+            let g = AlgG::new(AlgG::default_m(rh), rh).unwrap();
+            assert!((0..g.tables()).all(|t| g.prefix_bits(t) >= 16), "rh={rh}");
         }
         assert_eq!(AlgG::default_m(0), 1);
-        assert_eq!(AlgG::default_m(3), 6);
+        assert_eq!(AlgG::default_m(1), 2);
+        assert_eq!(AlgG::default_m(3), 4);
+        assert_eq!(AlgG::default_m(6), 8);
+        assert_eq!(AlgG::default_m(8), 11);
     }
 
     #[test]
@@ -426,21 +221,12 @@ mod tests {
         assert_eq!(one.tables(), 1);
         assert_eq!(one.prefix_bits(0), 64);
         assert_eq!(one.permute(0, fp), fp);
-    }
-
-    #[test]
-    fn corrupt_value_is_an_error() {
-        let g = AlgG::new(1, 0).unwrap();
-        let store = MemoryStore::new();
-        let mut key = [0u8; KEY_LEN];
-        g.key(0, 42, 7, &mut key);
-        let mut batch = Batch::default();
-        batch.put(Family::AlgG, &key, b"short");
-        store.write(batch).unwrap();
-        let mut out = Vec::new();
-        assert!(matches!(
-            g.query(&store, 42, &mut out),
-            Err(StoreError::Corrupt(_))
-        ));
+        // the default for rh = 3: four tables, each a 16-bit block first
+        let four = AlgG::new(4, 3).unwrap();
+        assert_eq!(four.tables(), 4);
+        assert_eq!(
+            four.permute(1, fp),
+            (fp & 0x0000_ffff_0000_0000) << 16 | (fp >> 48) << 32 | (fp & 0xffff_ffff)
+        );
     }
 }

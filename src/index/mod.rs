@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 5)
+//! # Key layout (format version 6)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -14,20 +14,22 @@
 //! | `meta` | `changelog_next` | u64 BE: the changelog offset after what the index holds unmarked ([`pending`]) |
 //! | `docs` | doc number u64 BE | [`docs::DocRecord`] (layout in [`docs`]) |
 //! | `ids` | document id (UTF-8) | doc number u64 BE |
-//! | `alg_g` | table u16 BE ‖ permuted fingerprint u64 BE ‖ doc u64 BE | fingerprint u64 BE |
-//! | `alg_h` | y = group·2^w + group value, u64 BE ‖ doc u64 BE | fingerprint words, u64 BE each |
+//! | `fingerprints` | doc number u64 BE | fingerprint words, u64 BE each (alg-g, alg-h, chain) |
 //! | `stage` | owned by the streaming stage (checkpoints) | |
 //!
-//! Only `unique` documents have entries in `alg_g` and `alg_h` and a signature set in their
+//! Only `unique` documents have an entry in `fingerprints` and a signature set in their
 //! `docs` record (a duplicate's record holds its signatures as a delta from its canonical
 //! document's); every decided document has a `docs` and an `ids` entry, so a repeated id
 //! gets its stored decision. The exact-Jaccard lists ([`lists`]) are held in memory and
 //! rebuilt from the unique documents' signature sets when the index is opened: the `docs`
-//! family is their durable copy (format 2 kept them in a `lists` family on disk).
+//! family is their durable copy (format 2 kept them in a `lists` family on disk). So are
+//! alg.G's and alg.H's tables ([`fptables`]), rebuilt from `fingerprints` (formats 3 to 5
+//! kept the tables themselves on disk, in families `alg_g` and `alg_h`).
 
 pub mod alg_g;
 pub mod alg_h;
 pub mod docs;
+pub mod fptables;
 pub mod freq;
 mod ids;
 pub mod lists;
@@ -68,10 +70,14 @@ use crate::signature::{Features, Measure, SignatureConfig, Signatures};
 /// are read as they are and marked 5 when opened for writing (their settings lack the
 /// short-page family and the frequencies, so they open only with those turned off:
 /// `--short-shingle 0 --frequencies false`, or rebuilt).
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6: alg.G's and alg.H's tables in memory, their durable copy the `fingerprints`
+/// family. Versions 3 to 5 are read as they are; opened for writing, an index of an alg.G or
+/// alg.H method gets its `fingerprints` from its unique documents' records, and its `alg_g`
+/// and `alg_h` families are emptied.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Format versions this build reads without a rebuild.
-pub const READABLE_FORMATS: [u32; 3] = [3, 4, 5];
+pub const READABLE_FORMATS: [u32; 4] = [3, 4, 5, 6];
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -272,14 +278,16 @@ pub struct IndexStats {
     pub lists: Option<lists::ListStats>,
     /// Bytes of the document-frequency sketches, if the index counts them.
     pub frequencies_bytes: Option<usize>,
+    /// The in-memory fingerprint tables, if the method has them.
+    pub fingerprint_tables: Option<fptables::TableStats>,
 }
 
 /// The index: a store plus the structures the parameters select.
 pub struct Index {
     store: Arc<dyn Store>,
     params: IndexParams,
-    alg_g: Option<alg_g::AlgG>,
-    alg_h: Option<alg_h::AlgH>,
+    /// alg.G's or alg.H's tables, if the method has them.
+    tables: Option<fptables::FpTables>,
     lists: Option<lists::Lists>,
     /// Document frequencies (with the lists, when the parameters ask for them).
     freq: Option<freq::Freq>,
@@ -389,6 +397,7 @@ impl Index {
         params: IndexParams,
         stop: &AtomicBool,
     ) -> Result<Index, IndexError> {
+        let mut older = false;
         if !(params.threshold > 0.0 && params.threshold <= 1.0) {
             return Err(IndexParamError(format!(
                 "threshold must be within (0, 1] (got {})",
@@ -437,6 +446,7 @@ impl Index {
                     });
                 }
                 if found != FORMAT_VERSION {
+                    older = found < 6;
                     // every record of the older version reads as it is
                     let mut b = Batch::default();
                     b.put(Family::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
@@ -452,7 +462,7 @@ impl Index {
                 store.write(b)?;
             }
         }
-        Self::build(store, params, stop)
+        Self::build(store, params, older, stop)
     }
 
     /// Opens an existing index with the parameters stored in it.
@@ -514,6 +524,7 @@ impl Index {
     fn build(
         store: Box<dyn Store>,
         params: IndexParams,
+        older: bool,
         stop: &AtomicBool,
     ) -> Result<Index, IndexError> {
         let m_g = if params.m == 0 {
@@ -527,12 +538,13 @@ impl Index {
         } else {
             params.m
         };
-        let alg_g = match params.method {
-            Method::AlgG | Method::Chain => Some(alg_g::AlgG::new(m_g, params.rh)?),
-            _ => None,
-        };
-        let alg_h = match params.method {
-            Method::AlgH => Some(alg_h::AlgH::new(k, m_h, params.rh)?),
+        let tables = match params.method {
+            Method::AlgG | Method::Chain => {
+                Some(fptables::FpTables::alg_g(alg_g::AlgG::new(m_g, params.rh)?))
+            }
+            Method::AlgH => Some(fptables::FpTables::alg_h(&alg_h::AlgH::new(
+                k, m_h, params.rh,
+            )?)),
             _ => None,
         };
         let lists = match params.method.has_lists() {
@@ -568,8 +580,7 @@ impl Index {
         let mut index = Index {
             store: Arc::from(store),
             params,
-            alg_g,
-            alg_h,
+            tables,
             lists,
             freq,
             next_doc,
@@ -588,6 +599,7 @@ impl Index {
         };
         index.restore_lists(stop)?;
         index.fill_ids(stop)?;
+        index.fill_tables(older, stop)?;
         Ok(index)
     }
 
@@ -641,19 +653,23 @@ impl Index {
         out: &mut Vec<Candidate>,
     ) -> Result<(), IndexError> {
         out.clear();
-        if let Some(g) = &self.alg_g {
-            g.query(self.store.as_ref(), fp[0], &mut self.scratch)?;
+        if let Some(t) = &self.tables {
+            if fp.len() != t.words() {
+                return Err(StoreError::FingerprintWidth {
+                    expected: t.words(),
+                    got: fp.len(),
+                }
+                .into());
+            }
+            let found = match self.params.method {
+                Method::AlgH => Found::AlgH,
+                _ => Found::AlgG,
+            };
+            t.query(fp, &mut self.scratch);
             out.extend(self.scratch.iter().map(|&(doc, h)| Candidate {
                 doc,
                 hamming: Some(h),
-                found: Found::AlgG,
-            }));
-        } else if let Some(h) = &self.alg_h {
-            h.query(self.store.as_ref(), fp, &mut self.scratch)?;
-            out.extend(self.scratch.iter().map(|&(doc, d)| Candidate {
-                doc,
-                hamming: Some(d),
-                found: Found::AlgH,
+                found,
             }));
         }
         Ok(())
@@ -695,35 +711,42 @@ impl Index {
         num: u64,
         insert: bool,
     ) -> Result<(), IndexError> {
-        if let Some(g) = &self.alg_g {
-            let fp = *rec
-                .fingerprint
-                .first()
-                .ok_or_else(|| IndexError::Corrupt("empty fingerprint".into()))?;
-            if insert {
-                g.insert(b, fp, num);
-            } else {
-                g.remove(b, fp, num);
+        if let Some(t) = &self.tables {
+            if rec.fingerprint.len() != t.words() {
+                return Err(StoreError::FingerprintWidth {
+                    expected: t.words(),
+                    got: rec.fingerprint.len(),
+                }
+                .into());
             }
-        }
-        if let Some(h) = &self.alg_h {
             if insert {
-                h.insert(b, &rec.fingerprint, num)?;
+                let mut value = Vec::with_capacity(8 * rec.fingerprint.len());
+                for w in &rec.fingerprint {
+                    value.extend_from_slice(&w.to_be_bytes());
+                }
+                b.put(Family::Fingerprints, &num.to_be_bytes(), &value);
             } else {
-                h.remove(b, &rec.fingerprint, num)?;
+                b.delete(Family::Fingerprints, &num.to_be_bytes());
             }
         }
         Ok(())
     }
 
-    /// Enters (or removes) a unique document in the in-memory lists, after its batch is
-    /// written.
-    pub(super) fn list_entries(
+    /// Enters (or removes) a unique document in the in-memory lists and fingerprint tables,
+    /// after its batch is written.
+    pub(super) fn memory_entries(
         &mut self,
         rec: &DocRecord,
         num: u64,
         insert: bool,
     ) -> Result<(), IndexError> {
+        if let Some(t) = self.tables.as_mut() {
+            if insert {
+                t.insert(&rec.fingerprint, num)?;
+            } else {
+                t.remove(&rec.fingerprint, num);
+            }
+        }
         if let Some(l) = self.lists.as_mut() {
             self.scratch_set.clear();
             self.scratch_set.extend(rec.sigs.hashes());
@@ -749,8 +772,9 @@ impl Index {
         // only unique documents are ever candidates: the others are stored without signatures
         let bytes = rec.encode_with(unique);
         // the record, the id, the two document-number keys and values and the `next_doc`
-        // key (under 64 bytes); the fingerprint tables' entries (alg.G, alg.H) grow it
-        let mut b = Batch::with_capacity(bytes.len() + rec.id.len() + 64, 4);
+        // key (under 64 bytes), and a unique document's fingerprint (alg.G, alg.H)
+        let fp_bytes = 8 + 8 * rec.fingerprint.len();
+        let mut b = Batch::with_capacity(bytes.len() + rec.id.len() + 64 + fp_bytes, 5);
         if unique {
             self.index_entries(&mut b, rec, num, true)?;
         }
@@ -772,7 +796,7 @@ impl Index {
             });
         }
         if unique {
-            self.list_entries(rec, num, true)?;
+            self.memory_entries(rec, num, true)?;
             if let Some(f) = self.freq.as_mut() {
                 f.add(freq::host_hash(&rec.url), rec.sigs.hashes());
             }
@@ -817,6 +841,7 @@ impl Index {
             families,
             lists: self.lists.as_ref().map(lists::Lists::stats),
             frequencies_bytes: self.freq.as_ref().map(freq::Freq::bytes),
+            fingerprint_tables: self.tables.as_ref().map(fptables::FpTables::stats),
         })
     }
 

@@ -184,7 +184,7 @@ impl Index {
             self.store.write(b)?;
             for (num, rec) in chunk {
                 if rec.decision.kind == DecisionKind::Unique {
-                    self.list_entries(rec, *num, false)?;
+                    self.memory_entries(rec, *num, false)?;
                 }
             }
             if let Some(j) = self.journal.as_mut() {

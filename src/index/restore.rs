@@ -1,12 +1,14 @@
 //! Bringing the in-memory structures up and writing them down: the exact-Jaccard lists and
 //! the document frequencies, from their snapshots beside the database when those are
-//! usable, and from the `docs` family (their durable copy) for the rest.
+//! usable, and from the `docs` family (their durable copy) for the rest; alg.G's and
+//! alg.H's tables from the `fingerprints` family.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
-    freq, lists, DecisionKind, DocRecord, Family, Index, IndexError, ListsRestore, LISTS_SNAPSHOT,
+    freq, lists, Batch, DecisionKind, DocRecord, Family, Index, IndexError, ListsRestore,
+    LISTS_SNAPSHOT,
 };
 
 impl Index {
@@ -68,6 +70,112 @@ impl Index {
             freq_snapshot_refused: freq_refused,
             seconds: t.elapsed().as_secs_f64(),
         });
+        Ok(())
+    }
+
+    /// Brings up alg.G's or alg.H's tables from the `fingerprints` family. An index made
+    /// before format 6 (`older`) first gets that family from its unique documents' records,
+    /// and its tables on disk (`alg_g`, `alg_h`) are emptied.
+    pub(super) fn fill_tables(&mut self, older: bool, stop: &AtomicBool) -> Result<(), IndexError> {
+        if self.tables.is_none() {
+            return Ok(());
+        }
+        if older {
+            self.fingerprints_from_docs(stop)?;
+        }
+        let words = self.tables.as_ref().map_or(1, |t| t.words());
+        let (mut docs, mut fps) = (Vec::new(), Vec::new());
+        let (mut seen, mut interrupted, mut err) = (0u32, false, None);
+        self.store
+            .scan(Family::Fingerprints, &[], &[0xff; 9], &mut |k, v| {
+                seen = seen.wrapping_add(1);
+                if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                    interrupted = true;
+                    return false;
+                }
+                let (Ok(num), true) = (<[u8; 8]>::try_from(k), v.len() == 8 * words) else {
+                    err = Some(IndexError::Corrupt(format!(
+                        "fingerprints entry of {} key and {} value bytes, expected 8 and {}",
+                        k.len(),
+                        v.len(),
+                        8 * words
+                    )));
+                    return false;
+                };
+                docs.push(u64::from_be_bytes(num));
+                fps.extend(
+                    v.chunks_exact(8)
+                        .map(|c| u64::from_be_bytes(c.try_into().expect("chunks of 8 bytes"))),
+                );
+                true
+            })?;
+        if interrupted {
+            return Err(IndexError::Interrupted);
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if let Some(t) = self.tables.as_mut() {
+            t.extend(&docs, &fps)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the `fingerprints` family of an index made before format 6 from its unique
+    /// documents' records, and empties the `alg_g` and `alg_h` families it no longer reads.
+    fn fingerprints_from_docs(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        let mut b = Batch::default();
+        let (mut pending, mut err) = (0usize, None);
+        let mut batches = Vec::new();
+        self.store
+            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+                if stop.load(Ordering::Relaxed) {
+                    err = Some(IndexError::Interrupted);
+                    return false;
+                }
+                match DocRecord::decode(v) {
+                    Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
+                        let mut value = Vec::with_capacity(8 * rec.fingerprint.len());
+                        for w in &rec.fingerprint {
+                            value.extend_from_slice(&w.to_be_bytes());
+                        }
+                        b.put(Family::Fingerprints, k, &value);
+                        pending += 1;
+                        if pending == 4096 {
+                            batches.push(std::mem::take(&mut b));
+                            pending = 0;
+                        }
+                        true
+                    }
+                    Ok(_) => true,
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                }
+            })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        batches.push(b);
+        for b in batches {
+            self.store.write(b)?;
+        }
+        for family in [Family::AlgG, Family::AlgH] {
+            loop {
+                let mut b = Batch::default();
+                let mut n = 0;
+                self.store.scan(family, &[], &[0xff; 19], &mut |k, _| {
+                    b.delete(family, k);
+                    n += 1;
+                    n < 65_536
+                })?;
+                if n == 0 {
+                    break;
+                }
+                self.store.write(b)?;
+            }
+        }
         Ok(())
     }
 

@@ -79,7 +79,7 @@ fn index_suite_on_both_stores() {
             assert!(c.is_empty());
             assert!(idx.find_id("b").unwrap().is_some());
             assert_eq!(idx.expire(1000).unwrap(), 2);
-            for f in [Family::AlgG, Family::AlgH, Family::Docs, Family::Ids] {
+            for f in [Family::Fingerprints, Family::Docs, Family::Ids] {
                 let mut n = 0;
                 idx.store()
                     .scan(f, &[], &[0xff; 32], &mut |_, _| {
@@ -96,6 +96,12 @@ fn index_suite_on_both_stores() {
                     "{method}: lists not empty"
                 );
             }
+            let tables = idx.stats().unwrap().fingerprint_tables;
+            assert_eq!(
+                tables.map(|t| t.fingerprints),
+                matches!(method, Method::Chain | Method::AlgG | Method::AlgH).then_some(0),
+                "{method}"
+            );
         }
     }
 }
@@ -764,5 +770,85 @@ fn every_stored_id_is_found_after_puts_and_a_reopen() {
         idx.put(&rec("d5", 1, DecisionKind::Unique, vec![1, 2, 3], 7))
             .unwrap();
         assert!(idx.find_id("d5").unwrap().is_some());
+    }
+}
+
+/// alg.G's and alg.H's tables come back from the `fingerprints` family when the index is
+/// reopened, and an index of format 5 (tables on disk) gets that family from its records.
+#[test]
+fn fingerprint_tables_reopen_and_an_older_index_is_migrated() {
+    for method in [Method::AlgG, Method::AlgH, Method::Chain] {
+        let dir = tempfile::tempdir().unwrap();
+        let params = IndexParams {
+            method,
+            ..Default::default()
+        };
+        let fps: Vec<u64> = (0..300u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x0123_4567_89ab_cdef)
+            .collect();
+        {
+            let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+            for (i, &fp) in fps.iter().enumerate() {
+                let kind = if i % 3 == 2 {
+                    DecisionKind::Duplicate
+                } else {
+                    DecisionKind::Unique
+                };
+                let r = rec(&format!("p{i}"), 100, kind, (0..20).collect(), fp);
+                idx.put(&r).unwrap();
+            }
+        }
+        let expect = |idx: &mut Index| {
+            let mut c = Vec::new();
+            for (i, &fp) in fps.iter().enumerate() {
+                idx.fingerprint_candidates(&[fp ^ 0b101], &mut c).unwrap();
+                let docs: Vec<u64> = c.iter().map(|c| c.doc).collect();
+                let want: Vec<u64> = if i % 3 == 2 { vec![] } else { vec![i as u64] };
+                assert_eq!(docs, want, "{method}: page {i}");
+            }
+            assert_eq!(
+                idx.stats()
+                    .unwrap()
+                    .fingerprint_tables
+                    .unwrap()
+                    .fingerprints,
+                200
+            );
+        };
+        let mut idx = Index::open_dir(dir.path(), params.clone()).unwrap();
+        expect(&mut idx);
+        // as an index of format 5 left it: no `fingerprints`, tables in `alg_g`
+        let mut b = Batch::default();
+        let mut keys = Vec::new();
+        idx.store()
+            .scan(Family::Fingerprints, &[], &[0xff; 9], &mut |k, _| {
+                keys.push(k.to_vec());
+                true
+            })
+            .unwrap();
+        assert_eq!(keys.len(), 200);
+        for k in &keys {
+            b.delete(Family::Fingerprints, k);
+            b.put(Family::AlgG, &[&[0u8, 0][..], k].concat(), &[0; 8]);
+        }
+        b.put(Family::Meta, b"format_version", &5u32.to_be_bytes());
+        idx.store().write(b).unwrap();
+        drop(idx);
+        let mut idx = Index::open_dir(dir.path(), params).unwrap();
+        expect(&mut idx);
+        let mut old = 0;
+        idx.store()
+            .scan(Family::AlgG, &[], &[0xff; 19], &mut |_, _| {
+                old += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(old, 0, "{method}: the old tables stay on disk");
+        let v = idx
+            .store()
+            .get(Family::Meta, b"format_version")
+            .unwrap()
+            .unwrap();
+        assert_eq!(v, FORMAT_VERSION.to_be_bytes());
     }
 }

@@ -35,6 +35,8 @@ pub const CF_ALG_G: &str = "alg_g";
 pub const CF_ALG_H: &str = "alg_h";
 /// RocksDB name of the [`Family::Stage`] column family.
 pub const CF_STAGE: &str = "stage";
+/// RocksDB name of the [`Family::Fingerprints`] column family.
+pub const CF_FINGERPRINTS: &str = "fingerprints";
 
 /// Column families of the index store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,23 +47,27 @@ pub enum Family {
     Docs,
     /// External id to document number mapping.
     Ids,
-    /// Manku et al. permuted fingerprint tables (see `alg_g`).
+    /// alg.G's tables on disk, before format 6 (emptied when such an index is opened).
     AlgG,
-    /// Yuan et al. merged group index (see `alg_h`).
+    /// alg.H's tables on disk, before format 6 (emptied when such an index is opened).
     AlgH,
     /// Staging area for the pipeline.
     Stage,
+    /// The fingerprints of the unique documents, the durable copy of alg.G's and alg.H's
+    /// in-memory tables (`fptables`).
+    Fingerprints,
 }
 
 impl Family {
     /// Every family, in a fixed order (the order of [`Family::index`]).
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Meta,
         Family::Docs,
         Family::Ids,
         Family::AlgG,
         Family::AlgH,
         Family::Stage,
+        Family::Fingerprints,
     ];
 
     /// The column family name used by RocksDB.
@@ -73,6 +79,7 @@ impl Family {
             Family::AlgG => CF_ALG_G,
             Family::AlgH => CF_ALG_H,
             Family::Stage => CF_STAGE,
+            Family::Fingerprints => CF_FINGERPRINTS,
         }
     }
 
@@ -85,6 +92,7 @@ impl Family {
             Family::AlgG => 3,
             Family::AlgH => 4,
             Family::Stage => 5,
+            Family::Fingerprints => 6,
         }
     }
 }
@@ -332,35 +340,3 @@ pub trait Store: Send + Sync {
     /// Approximate (number of keys, bytes on disk or in memory) per family, for `index stats`.
     fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError>;
 }
-
-/// Reads the big-endian `u64` at `bytes[at..at + 8]`, or reports corruption
-/// naming `what`.
-pub(crate) fn read_u64(bytes: &[u8], at: usize, what: &str) -> Result<u64, StoreError> {
-    bytes
-        .get(at..at + 8)
-        .and_then(|b| <[u8; 8]>::try_from(b).ok())
-        .map(u64::from_be_bytes)
-        .ok_or_else(|| {
-            StoreError::Corrupt(format!(
-                "{what}: expected 8 bytes at offset {at}, record has {} bytes",
-                bytes.len()
-            ))
-        })
-}
-
-/// Reports a record of unexpected length as corruption.
-pub(crate) fn check_len(bytes: &[u8], expected: usize, what: &str) -> Result<(), StoreError> {
-    if bytes.len() == expected {
-        Ok(())
-    } else {
-        Err(StoreError::Corrupt(format!(
-            "{what}: expected {expected} bytes, found {}",
-            bytes.len()
-        )))
-    }
-}
-
-/// Bytes appended to a key prefix to form an exclusive scan bound above every
-/// key that starts with that prefix and has at most 8 more bytes: such a key
-/// is either a proper prefix of `prefix ++ SCAN_PAST` or smaller at some byte.
-pub(crate) const SCAN_PAST: [u8; 9] = [0xff; 9];

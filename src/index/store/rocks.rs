@@ -154,7 +154,12 @@ impl RocksStore {
             path: path.to_path_buf(),
             secondary: true,
         };
-        for f in Family::ALL {
+        // a reader never reads the fingerprints, which an index made before format 6 lacks
+        // until a writer opens it
+        for f in Family::ALL
+            .into_iter()
+            .filter(|&f| f != Family::Fingerprints)
+        {
             store.cf(f)?;
         }
         Ok(store)

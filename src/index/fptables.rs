@@ -250,9 +250,8 @@ impl FpTables {
         out.dedup_by_key(|&mut (doc, _)| doc);
     }
 
-    /// Holds document `doc` with fingerprint `fp`.
-    pub fn insert(&mut self, fp: &[u64], doc: u64) -> Result<(), IndexParamError> {
-        self.check_width(fp)?;
+    /// A slot for document `doc` with fingerprint `fp`, in the shared arrays.
+    fn alloc(&mut self, fp: &[u64], doc: u64) -> Result<u32, IndexParamError> {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -274,16 +273,28 @@ impl FpTables {
         let i = (s % CHUNK) * self.words;
         self.fps[s / CHUNK][i..i + self.words].copy_from_slice(fp);
         self.docs[s / CHUNK][s % CHUNK] = doc;
-        for t in 0..self.tables() {
-            let (b, check) = self.address(t, fp);
-            let bucket = &mut self.buckets[b];
-            if bucket.len() == bucket.capacity() {
-                // an eighth at a time: little spare room, and a growth copies one bucket
-                bucket.reserve_exact((bucket.len() / 8).max(4));
-            }
-            bucket.push(Entry { slot, check });
-        }
         self.len += 1;
+        Ok(slot)
+    }
+
+    /// Enters `slot` (fingerprint `fp`) in table `t`.
+    fn enter(&mut self, t: usize, fp: &[u64], slot: u32) {
+        let (b, check) = self.address(t, fp);
+        let bucket = &mut self.buckets[b];
+        if bucket.len() == bucket.capacity() {
+            // an eighth at a time: little spare room, and a growth copies one bucket
+            bucket.reserve_exact((bucket.len() / 8).max(4));
+        }
+        bucket.push(Entry { slot, check });
+    }
+
+    /// Holds document `doc` with fingerprint `fp`.
+    pub fn insert(&mut self, fp: &[u64], doc: u64) -> Result<(), IndexParamError> {
+        self.check_width(fp)?;
+        let slot = self.alloc(fp, doc)?;
+        for t in 0..self.tables() {
+            self.enter(t, fp, slot);
+        }
         Ok(())
     }
 
@@ -328,17 +339,24 @@ impl FpTables {
                 self.words
             )));
         }
-        let mut counts = vec![0u32; self.buckets.len()];
-        for fp in fps.chunks_exact(self.words) {
-            for t in 0..self.tables() {
-                counts[self.address(t, fp).0] += 1;
-            }
-        }
-        for (bucket, n) in self.buckets.iter_mut().zip(counts) {
-            bucket.reserve_exact(n as usize);
-        }
+        let mut slots = Vec::with_capacity(docs.len());
         for (doc, fp) in docs.iter().zip(fps.chunks_exact(self.words)) {
-            self.insert(fp, *doc)?;
+            slots.push(self.alloc(fp, *doc)?);
+        }
+        // table after table: one table's bucket headers and the ends of its buckets stay in
+        // the cache while it is filled
+        for t in 0..self.tables() {
+            let mut counts = vec![0u32; 1 << self.dir[t]];
+            let first = self.first_bucket[t];
+            for fp in fps.chunks_exact(self.words) {
+                counts[self.address(t, fp).0 - first] += 1;
+            }
+            for (bucket, n) in self.buckets[first..].iter_mut().zip(counts) {
+                bucket.reserve_exact(n as usize);
+            }
+            for (fp, &slot) in fps.chunks_exact(self.words).zip(&slots) {
+                self.enter(t, fp, slot);
+            }
         }
         Ok(())
     }

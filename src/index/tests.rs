@@ -852,3 +852,50 @@ fn fingerprint_tables_reopen_and_an_older_index_is_migrated() {
         assert_eq!(v, FORMAT_VERSION.to_be_bytes());
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Every method with fingerprint tables is exact about what it promises, through puts
+    /// and expiry: every stored unique page within the radius is a candidate, and no other.
+    #[test]
+    fn fingerprint_candidates_are_every_unique_page_within_the_radius(
+        method in proptest::sample::select(vec![Method::AlgG, Method::AlgH, Method::Chain]),
+        rh in 0u32..=4,
+        bases in proptest::array::uniform3(proptest::prelude::any::<u64>()),
+        pages in proptest::collection::vec(
+            (0usize..3, proptest::collection::vec(0u32..64, 0..=6), 0u8..4),
+            1..60,
+        ),
+        cutoff in 0i64..60,
+        queries in proptest::collection::vec((0usize..3, proptest::collection::vec(0u32..64, 0..=5)), 1..10),
+    ) {
+        let flip = |base: u64, bits: &[u32]| bits.iter().fold(base, |fp, &b| fp ^ (1 << b));
+        let params = IndexParams { method, rh, ..Default::default() };
+        let mut idx = Index::memory(params).unwrap();
+        let mut held: Vec<(u64, u64, i64)> = Vec::new();
+        for (i, (c, bits, kind)) in pages.iter().enumerate() {
+            let fp = flip(bases[*c], bits);
+            let kind = if *kind == 0 { DecisionKind::Duplicate } else { DecisionKind::Unique };
+            let num = idx.put(&rec(&format!("p{i}"), i as i64, kind, (0..20).collect(), fp)).unwrap();
+            if kind == DecisionKind::Unique {
+                held.push((num, fp, i as i64));
+            }
+        }
+        idx.expire(cutoff).unwrap();
+        held.retain(|&(_, _, seen)| seen >= cutoff);
+        let mut c = Vec::new();
+        for (b, bits) in &queries {
+            let q = flip(bases[*b], bits);
+            idx.fingerprint_candidates(&[q], &mut c).unwrap();
+            let got: Vec<(u64, Option<u32>)> = c.iter().map(|c| (c.doc, c.hamming)).collect();
+            let want: Vec<(u64, Option<u32>)> = held
+                .iter()
+                .map(|&(num, fp, _)| (num, (fp ^ q).count_ones()))
+                .filter(|&(_, d)| d <= rh)
+                .map(|(num, d)| (num, Some(d)))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+}

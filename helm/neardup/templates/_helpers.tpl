@@ -450,6 +450,16 @@ Checks of values the schema cannot express.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.replay -}}
+{{- if and .enabled (not .dryRun) (not .index.existingClaim) (not .intoLiveTopics) -}}
+{{- $live := list $.Values.kafka.uniqueTopic $.Values.kafka.duplicateTopic -}}
+{{- range $out := list (default $.Values.kafka.uniqueTopic .uniqueTopic) (default $.Values.kafka.duplicateTopic .duplicateTopic) -}}
+{{- if has $out $live -}}
+{{- fail (printf "replay would write the decisions of a new index (its own claim, replay.index.existingClaim empty) into the live output topic %s, where the indexer reads them as the stage's: give the replay its own replay.uniqueTopic and replay.duplicateTopic, make it a dry run, or set replay.intoLiveTopics: true to ask for it" $out) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*

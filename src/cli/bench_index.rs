@@ -70,18 +70,9 @@ pub struct IndexRow {
     pub target_docs: u64,
     /// Documents decided (less than asked when the time limit stopped the run).
     pub docs: u64,
-    /// Decisions per second of the deciding thread over the last 10 % of the documents.
-    pub decisions_per_second: f64,
-    /// The same over the first 10 %.
-    pub first_decisions_per_second: f64,
-    /// Decision latency over the last 10 %, microseconds.
-    pub p50_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Longest.
-    pub max_us: f64,
+    /// Decisions per second of the deciding thread and their latency.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// CPU time of the whole process (RocksDB's background threads included) per decision
     /// over the last 10 %, less the generation of the synthetic pages, microseconds.
     pub cpu_us_per_decision: Option<f64>,
@@ -159,7 +150,44 @@ fn params_for(method: &str, tau: f64) -> Result<(IndexParams, u32)> {
     Ok((params, bits))
 }
 
-fn status_kib(field: &str) -> f64 {
+/// Decisions per second over the first and the last 10 % of a run, and the latency of the
+/// last 10 %.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Latency {
+    /// Decisions per second over the last 10 %.
+    pub decisions_per_second: f64,
+    /// The same over the first 10 %.
+    pub first_decisions_per_second: f64,
+    /// Latency over the last 10 %, microseconds: the median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Longest.
+    pub max_us: f64,
+}
+
+impl Latency {
+    /// From the number and total nanoseconds of the first 10 %'s decisions, and every
+    /// latency of the last 10 % in nanoseconds (sorted here).
+    pub fn of(first: (u64, u64), last: &mut [u32]) -> Latency {
+        let rate = |count: u64, ns: u64| count as f64 / (ns as f64 / 1e9).max(1e-12);
+        let ns: u64 = last.iter().map(|&x| u64::from(x)).sum();
+        last.sort_unstable();
+        Latency {
+            decisions_per_second: rate(last.len() as u64, ns),
+            first_decisions_per_second: rate(first.0, first.1),
+            p50_us: percentile(last, 0.5),
+            p99_us: percentile(last, 0.99),
+            p999_us: percentile(last, 0.999),
+            max_us: last.last().map_or(0.0, |&x| f64::from(x) / 1000.0),
+        }
+    }
+}
+
+/// A field of `/proc/self/status` in KiB (0 where it cannot be read).
+pub(crate) fn status_kib(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -292,24 +320,15 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     row.build_seconds = started.elapsed().as_secs_f64();
     let reached = lat.len();
     let tenth = (reached / 10).max(1).min(reached);
-    let rate = |xs: &[u32]| {
-        let ns: u64 = xs.iter().map(|&x| u64::from(x)).sum();
-        xs.len() as f64 / (ns as f64 / 1e9).max(1e-12)
-    };
-    row.first_decisions_per_second = rate(&lat[..tenth]);
+    let first_ns: u64 = lat[..tenth].iter().map(|&x| u64::from(x)).sum();
     let mut last = lat[reached - tenth..].to_vec();
-    row.decisions_per_second = rate(&last);
+    row.latency = Latency::of((tenth as u64, first_ns), &mut last);
     let from = (reached - tenth) as u64;
     let mark = cpu_marks.iter().rev().find(|(i, _, _)| *i <= from);
     if let (Some((i0, Some(c0), g0)), Some(c1)) = (mark, cpu_seconds(None)) {
         let cpu = (c1 - c0) - (gen_cpu - g0);
         row.cpu_us_per_decision = Some(cpu.max(0.0) * 1e6 / (reached as u64 - i0).max(1) as f64);
     }
-    last.sort_unstable();
-    row.p50_us = percentile(&last, 0.5);
-    row.p99_us = percentile(&last, 0.99);
-    row.p999_us = percentile(&last, 0.999);
-    row.max_us = last.last().map_or(0.0, |&x| f64::from(x) / 1000.0);
     dedup.index().flush()?;
     let stats = dedup.index().stats()?;
     let docs = row.docs.max(1) as f64;
@@ -511,11 +530,11 @@ fn print_row(r: &IndexRow) {
     println!(
         "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) | {} of {} |",
         r.method,
-        r.decisions_per_second,
-        r.first_decisions_per_second,
-        r.p50_us,
-        r.p99_us,
-        r.p999_us,
+        r.latency.decisions_per_second,
+        r.latency.first_decisions_per_second,
+        r.latency.p50_us,
+        r.latency.p99_us,
+        r.latency.p999_us,
         r.cpu_us_per_decision.map_or("–".to_string(), |c| format!("{c:.0}")),
         docs_ids,
         fp,

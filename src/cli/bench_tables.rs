@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
+use super::bench_index::{status_kib, Latency};
 use crate::index::alg_g::AlgG;
 use crate::index::alg_h::AlgH;
 use crate::index::fptables::FpTables;
@@ -61,18 +62,9 @@ pub struct TablesRow {
     pub docs: u64,
     /// Fingerprints held at the end (the unique pages).
     pub held: u64,
-    /// Decisions per second over the last 10 %.
-    pub decisions_per_second: f64,
-    /// The same over the first 10 %.
-    pub first_decisions_per_second: f64,
-    /// Latency over the last 10 %, microseconds.
-    pub p50_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// 99.9th percentile.
-    pub p999_us: f64,
-    /// Longest.
-    pub max_us: f64,
+    /// Decisions per second and their latency.
+    #[serde(flatten)]
+    pub latency: Latency,
     /// Bytes of the tables and their shared arrays per held fingerprint.
     pub bytes_per_page: f64,
     /// Resident memory at the end, MiB.
@@ -85,17 +77,6 @@ pub struct TablesRow {
     pub copies_within_k: u64,
     /// Of those, found (the original among the probe's answers).
     pub copies_within_k_found: u64,
-}
-
-fn status_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0.0)
 }
 
 fn tables_for(method: &str, rh: u32) -> Result<FpTables> {
@@ -117,14 +98,6 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-}
-
-fn percentile(sorted: &[u32], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    f64::from(sorted[i]) / 1000.0
 }
 
 /// Runs one size and method in this process.
@@ -194,17 +167,7 @@ pub fn run_one(method: &str, n: u64, args: &BenchTablesArgs) -> Result<TablesRow
     if progress {
         eprintln!();
     }
-    let rate = |count: u64, ns: u64| count as f64 / (ns as f64 / 1e9).max(1e-12);
-    row.first_decisions_per_second = rate(first_n, first_ns);
-    row.decisions_per_second = rate(
-        last.len() as u64,
-        last.iter().map(|&x| u64::from(x)).sum::<u64>(),
-    );
-    last.sort_unstable();
-    row.p50_us = percentile(&last, 0.5);
-    row.p99_us = percentile(&last, 0.99);
-    row.p999_us = percentile(&last, 0.999);
-    row.max_us = last.last().map_or(0.0, |&x| f64::from(x) / 1000.0);
+    row.latency = Latency::of((first_n, first_ns), &mut last);
     drop(last);
     let stats = tables.stats();
     row.held = stats.fingerprints as u64;
@@ -276,12 +239,12 @@ pub fn run(args: BenchTablesArgs) -> Result<Vec<TablesRow>> {
                     row.method,
                     row.tables,
                     row.held,
-                    row.decisions_per_second,
-                    row.first_decisions_per_second,
-                    row.p50_us,
-                    row.p99_us,
-                    row.p999_us,
-                    row.max_us,
+                    row.latency.decisions_per_second,
+                    row.latency.first_decisions_per_second,
+                    row.latency.p50_us,
+                    row.latency.p99_us,
+                    row.latency.p999_us,
+                    row.latency.max_us,
                     row.bytes_per_page,
                     row.rss_mib,
                     row.peak_rss_mib,

@@ -40,7 +40,12 @@
 
 use super::alg_g::AlgG;
 use super::alg_h::AlgH;
-use super::store::IndexParamError;
+use super::store::{IndexParamError, StoreError};
+
+/// A fingerprint as the `fingerprints` family stores it: its words, u64 BE each.
+pub fn encode(fp: &[u64]) -> Vec<u8> {
+    fp.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
 
 /// Bits of a table's bucket address: 65,536 buckets a table.
 pub const DIR_BITS: u32 = 16;
@@ -212,15 +217,15 @@ impl FpTables {
         self.docs[s / CHUNK][s % CHUNK]
     }
 
-    fn check_width(&self, fp: &[u64]) -> Result<(), IndexParamError> {
+    /// An error unless `fp` has the tables' width.
+    pub fn check_width(&self, fp: &[u64]) -> Result<(), StoreError> {
         if fp.len() == self.words {
             Ok(())
         } else {
-            Err(IndexParamError(format!(
-                "a fingerprint of {} words where the tables hold {}",
-                fp.len(),
-                self.words
-            )))
+            Err(StoreError::FingerprintWidth {
+                expected: self.words,
+                got: fp.len(),
+            })
         }
     }
 
@@ -290,7 +295,8 @@ impl FpTables {
 
     /// Holds document `doc` with fingerprint `fp`.
     pub fn insert(&mut self, fp: &[u64], doc: u64) -> Result<(), IndexParamError> {
-        self.check_width(fp)?;
+        self.check_width(fp)
+            .map_err(|e| IndexParamError(e.to_string()))?;
         let slot = self.alloc(fp, doc)?;
         for t in 0..self.tables() {
             self.enter(t, fp, slot);

@@ -654,13 +654,7 @@ impl Index {
     ) -> Result<(), IndexError> {
         out.clear();
         if let Some(t) = &self.tables {
-            if fp.len() != t.words() {
-                return Err(StoreError::FingerprintWidth {
-                    expected: t.words(),
-                    got: fp.len(),
-                }
-                .into());
-            }
+            t.check_width(fp)?;
             let found = match self.params.method {
                 Method::AlgH => Found::AlgH,
                 _ => Found::AlgG,
@@ -712,18 +706,9 @@ impl Index {
         insert: bool,
     ) -> Result<(), IndexError> {
         if let Some(t) = &self.tables {
-            if rec.fingerprint.len() != t.words() {
-                return Err(StoreError::FingerprintWidth {
-                    expected: t.words(),
-                    got: rec.fingerprint.len(),
-                }
-                .into());
-            }
+            t.check_width(&rec.fingerprint)?;
             if insert {
-                let mut value = Vec::with_capacity(8 * rec.fingerprint.len());
-                for w in &rec.fingerprint {
-                    value.extend_from_slice(&w.to_be_bytes());
-                }
+                let value = fptables::encode(&rec.fingerprint);
                 b.put(Family::Fingerprints, &num.to_be_bytes(), &value);
             } else {
                 b.delete(Family::Fingerprints, &num.to_be_bytes());

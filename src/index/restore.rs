@@ -124,43 +124,43 @@ impl Index {
     /// Writes the `fingerprints` family of an index made before format 6 from its unique
     /// documents' records, and empties the `alg_g` and `alg_h` families it no longer reads.
     fn fingerprints_from_docs(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        // written as it is read, 4,096 at a time: the migration's memory stays bounded
+        let store = &self.store;
         let mut b = Batch::default();
         let (mut pending, mut err) = (0usize, None);
-        let mut batches = Vec::new();
-        self.store
-            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
-                if stop.load(Ordering::Relaxed) {
-                    err = Some(IndexError::Interrupted);
-                    return false;
-                }
-                match DocRecord::decode(v) {
-                    Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
-                        let mut value = Vec::with_capacity(8 * rec.fingerprint.len());
-                        for w in &rec.fingerprint {
-                            value.extend_from_slice(&w.to_be_bytes());
+        store.scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+            if stop.load(Ordering::Relaxed) {
+                err = Some(IndexError::Interrupted);
+                return false;
+            }
+            match DocRecord::decode(v) {
+                Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
+                    b.put(
+                        Family::Fingerprints,
+                        k,
+                        &super::fptables::encode(&rec.fingerprint),
+                    );
+                    pending += 1;
+                    if pending == 4096 {
+                        pending = 0;
+                        if let Err(e) = store.write(std::mem::take(&mut b)) {
+                            err = Some(e.into());
+                            return false;
                         }
-                        b.put(Family::Fingerprints, k, &value);
-                        pending += 1;
-                        if pending == 4096 {
-                            batches.push(std::mem::take(&mut b));
-                            pending = 0;
-                        }
-                        true
                     }
-                    Ok(_) => true,
-                    Err(e) => {
-                        err = Some(e);
-                        false
-                    }
+                    true
                 }
-            })?;
+                Ok(_) => true,
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            }
+        })?;
         if let Some(e) = err {
             return Err(e);
         }
-        batches.push(b);
-        for b in batches {
-            self.store.write(b)?;
-        }
+        store.write(b)?;
         for family in [Family::AlgG, Family::AlgH] {
             loop {
                 let mut b = Batch::default();

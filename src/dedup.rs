@@ -160,8 +160,15 @@ impl Deduplicator {
         let decision = if signed.sigs.set_len() < min_signatures {
             Decision::plain(DecisionKind::Skipped)
         } else if q.set_len() < min_signatures {
-            // text, but too little of its own to match on: judged, matches nothing
-            Decision::plain(DecisionKind::Unique)
+            // text, but too little of its own to match on: judged, matches only a page of
+            // its identity
+            match self.identical_copy(signed)? {
+                Some((canonical, sim, cand)) => {
+                    delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
+                    duplicate_of(canonical, sim, cand)
+                }
+                None => Decision::plain(DecisionKind::Unique),
+            }
         } else {
             // with text rules 3 and later, short pages are matched across hosts only
             let url = (self.index.params().signature)
@@ -170,14 +177,7 @@ impl Deduplicator {
             match self.best_match(signed, q, url)? {
                 Some((canonical, sim, cand)) => {
                     delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
-                    Decision {
-                        kind: DecisionKind::Duplicate,
-                        canonical_id: Some(canonical.id),
-                        canonical_url: Some(canonical.url),
-                        similarity: Some(sim),
-                        hamming: cand.hamming,
-                        found_by: Some(cand.found),
-                    }
+                    duplicate_of(canonical, sim, cand)
                 }
                 None => Decision::plain(DecisionKind::Unique),
             }
@@ -191,6 +191,7 @@ impl Deduplicator {
             decision: decision.clone(),
             delta,
             template: signed.template.clone(),
+            identity: signed.identity,
         })?;
         Ok(Outcome {
             decision,
@@ -212,11 +213,56 @@ impl Deduplicator {
         if matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
             self.index
                 .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            best = self.verify(q, &signed.template, url, &cands)?;
+            best = self.verify(q, signed, url, &cands)?;
         }
         if best.is_none() && method.has_lists() {
             self.index.list_candidates(q, &mut cands)?;
-            best = self.verify(q, &signed.template, url, &cands)?;
+            best = self.verify(q, signed, url, &cands)?;
+        }
+        self.candidates = cands;
+        Ok(best)
+    }
+
+    /// The earliest unique page of the page's identity ([`crate::signature::identity`]),
+    /// for a page with too few informative signatures to be matched on them: it is found
+    /// among the candidates of its whole signature set (the same text has the same
+    /// signatures and fingerprint, numbers aside), and its similarity is that of the whole
+    /// sets.
+    fn identical_copy(
+        &mut self,
+        signed: &Signed,
+    ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
+        let Some(identity) = signed.identity else {
+            return Ok(None);
+        };
+        let mut cands = std::mem::take(&mut self.candidates);
+        let method = self.index.params().method;
+        let m = self.index.params().measure;
+        let mut best: Option<(DocRecord, f64, Candidate)> = None;
+        for pass in 0..2 {
+            if pass == 0 && matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
+                self.index
+                    .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
+            } else if pass == 1 && method.has_lists() {
+                self.index.list_candidates(&signed.sigs, &mut cands)?;
+            } else {
+                continue;
+            }
+            for c in &cands {
+                let Some(doc) = self.index.doc(c.doc)? else {
+                    continue;
+                };
+                if doc.decision.kind != DecisionKind::Unique || doc.identity != Some(identity) {
+                    continue;
+                }
+                if best.as_ref().is_none_or(|(b, _, _)| doc.first_seen < b.first_seen) {
+                    let sim = similarity(signed.sigs.entries(), doc.sigs.entries(), m);
+                    best = Some((doc, sim, *c));
+                }
+            }
+            if best.is_some() {
+                break;
+            }
         }
         self.candidates = cands;
         Ok(best)
@@ -230,11 +276,12 @@ impl Deduplicator {
     fn verify(
         &self,
         q: &Signatures,
-        tmpl: &[u32],
+        signed: &Signed,
         url: Option<&str>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let mut rule = PairRule::new(&self.index, q, tmpl, url);
+        let mut rule = PairRule::new(&self.index, q, &signed.template, url)
+            .with_identity(signed.identity);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
@@ -254,6 +301,18 @@ impl Deduplicator {
     }
 }
 
+/// The decision that a page is a duplicate of `canonical`, found as `cand`.
+fn duplicate_of(canonical: DocRecord, sim: f64, cand: Candidate) -> Decision {
+    Decision {
+        kind: DecisionKind::Duplicate,
+        canonical_id: Some(canonical.id),
+        canonical_url: Some(canonical.url),
+        similarity: Some(sim),
+        hamming: cand.hamming,
+        found_by: Some(cand.found),
+    }
+}
+
 /// The matching rule of a page and one indexed document, the one every decision uses (the
 /// deduplicator's, and the shards simulation's votes): not [`kept_apart`], and at least τ
 /// similar on both sides' informative signatures ([`Index::informative`]).
@@ -261,6 +320,7 @@ pub struct PairRule<'a> {
     q: &'a [(u32, u32)],
     mq: u64,
     tmpl: &'a [u32],
+    identity: Option<u64>,
     url: Option<&'a str>,
     host: Option<u64>,
     measure: crate::signature::Measure,
@@ -277,6 +337,7 @@ impl<'a> PairRule<'a> {
             q,
             mq: mass(q, measure),
             tmpl,
+            identity: None,
             url,
             host: None,
             measure,
@@ -284,12 +345,18 @@ impl<'a> PairRule<'a> {
         }
     }
 
+    /// The rule for a page of this identity ([`crate::signature::identity`]).
+    pub fn with_identity(mut self, identity: Option<u64>) -> Self {
+        self.identity = identity;
+        self
+    }
+
     /// The page's similarity to `doc` when the rule matches them, else `None`.
     pub fn similarity(&mut self, index: &Index, doc: &DocRecord) -> Option<f64> {
         // the page's host is hashed once, and only when a short pair needs it
         let (url, hashed) = (self.url, &mut self.host);
         let mut host = || url.map(|u| *hashed.get_or_insert_with(|| host_hash(u)));
-        if kept_apart(self.tmpl, doc, &mut host).is_some() {
+        if kept_apart(self.tmpl, self.identity, doc, &mut host).is_some() {
             return None;
         }
         let informative = index.informative(&doc.url, &doc.sigs);
@@ -361,16 +428,23 @@ pub enum KeptApart {
     SameHost,
 }
 
-/// Whether a page with template sample `tmpl` (empty unless it is short) is kept apart
-/// from the earlier page `doc` whatever their similarity: a short page is not matched with
-/// a page of its own template ([`crate::signature::template`]), and, where `host` gives
-/// the page's host hash (text rules 3 and later: [`host_hash`] of its URL; asked only when
-/// one side is short), a pair of which either side is short is not matched within a host.
+/// Whether a page with template sample `tmpl` (empty unless it is short) and identity
+/// `identity` is kept apart from the earlier page `doc` whatever their similarity: a short
+/// page is not matched with a page of its own template ([`crate::signature::template`]),
+/// and, where `host` gives the page's host hash (text rules 3 and later: [`host_hash`] of
+/// its URL; asked only when one side is short), a pair of which either side is short is
+/// not matched within a host. Both rules exist because a short page's signatures can be
+/// its site's own text; two pages of one identity (the same whole visible text, numbers
+/// aside: [`crate::signature::identity`]) are one page, and nothing keeps them apart.
 pub fn kept_apart(
     tmpl: &[u32],
+    identity: Option<u64>,
     doc: &DocRecord,
     host: &mut dyn FnMut() -> Option<u64>,
 ) -> Option<KeptApart> {
+    if identity.is_some() && identity == doc.identity {
+        return None;
+    }
     if !tmpl.is_empty() && template::same(tmpl, &doc.template) {
         return Some(KeptApart::SameTemplate);
     }

@@ -211,7 +211,8 @@ fn fuzz_for_a_while() {
                 sigs: signed.sigs,
                 decision: neardup::index::Decision::plain(neardup::index::DecisionKind::Unique),
                 delta: None,
-                template: Vec::new(),
+                template: signed.template,
+                identity: signed.identity,
             }
             .encode()
         })

@@ -95,7 +95,8 @@ fn votes(
     }
     shard.list_candidates(q, cands)?;
     let hosts = shard.params().signature.short_pages_across_hosts_only();
-    let mut rule = PairRule::new(shard, q, &signed.template, hosts.then_some(url));
+    let mut rule = PairRule::new(shard, q, &signed.template, hosts.then_some(url))
+        .with_identity(signed.identity);
     for c in cands.iter() {
         let Some(doc) = shard.doc(c.doc)? else {
             continue;
@@ -157,6 +158,7 @@ fn run_one(a: &BenchShardsArgs, shards: usize, params: &IndexParams) -> Result<S
                         sigs: p.signed.sigs.clone(),
                         decision: Decision::plain(DecisionKind::Unique),
                         delta: None,
+                        identity: p.signed.identity,
                         template: p.signed.template.clone(),
                     };
                     shard.restore_put(i, &rec)?;

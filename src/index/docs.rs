@@ -1,12 +1,12 @@
 //! The document store: one record per document id, with the stored decision.
 //!
-//! Value layout of a `docs` entry (record version 4; `varint` is LEB128, unsigned):
+//! Value layout of a `docs` entry (record version 5; `varint` is LEB128, unsigned):
 //!
 //! | field | encoding |
 //! |---|---|
-//! | record version | u8 = 4 (version 3 is the same without the template sample, version 2 also without the delta) |
+//! | record version | u8 = 5 (version 4 is the same without the identity, version 3 also without the template sample, version 2 also without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present, bit 4 identity present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs, 4 sentences |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
@@ -17,6 +17,7 @@
 //! | hamming | varint, if flagged |
 //! | signature delta, if flagged | added: signatures as above; removed: signatures as above (every frequency 1) |
 //! | template sample, if flagged (bit 3 of flags; record version 4) | u8 count m, then m × u32 LE, ascending: the smallest hashes of a short page's blocks ([`crate::signature::template`]) |
+//! | identity, if flagged (bit 4 of flags; record version 5) | u64 LE: the hash of the page's whole visible text, numbers aside ([`crate::signature::identity`]) |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
 //! stream (least significant bit first, padded to a byte) holds for each signature the gap
@@ -137,6 +138,9 @@ pub struct DocRecord {
     /// A short page's template sample ([`crate::signature::template`]): the smallest
     /// hashes of its blocks, ascending; empty for other pages.
     pub template: Vec<u32>,
+    /// The identity of the page's whole visible text ([`crate::signature::identity`]; text
+    /// rules 5 and later).
+    pub identity: Option<u64>,
 }
 
 /// A signature multiset as the difference from another (a duplicate's from its canonical's).
@@ -206,7 +210,7 @@ impl SigDelta {
     }
 }
 
-const RECORD_VERSION: u8 = 4;
+const RECORD_VERSION: u8 = 5;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -339,7 +343,8 @@ impl DocRecord {
             u8::from(d.similarity.is_some())
                 | (u8::from(d.hamming.is_some()) << 1)
                 | (u8::from(self.delta.is_some()) << 2)
-                | (u8::from(signatures && !self.template.is_empty()) << 3),
+                | (u8::from(signatures && !self.template.is_empty()) << 3)
+                | (u8::from(self.identity.is_some()) << 4),
         );
         out.push(match d.found_by {
             None => 0,
@@ -379,6 +384,9 @@ impl DocRecord {
             for h in &self.template[..n] {
                 out.extend_from_slice(&h.to_le_bytes());
             }
+        }
+        if let Some(identity) = self.identity {
+            out.extend_from_slice(&identity.to_le_bytes());
         }
         out
     }
@@ -432,6 +440,11 @@ impl DocRecord {
                 return Err(IndexError::Corrupt("template sample not sorted".into()));
             }
         }
+        let identity = if head.flags & 16 != 0 {
+            Some(u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+        } else {
+            None
+        };
         if r.at != bytes.len() {
             return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
         }
@@ -451,6 +464,7 @@ impl DocRecord {
             },
             delta,
             template,
+            identity,
         })
     }
 
@@ -516,8 +530,9 @@ impl Reader<'_> {
             k => return Err(IndexError::Corrupt(format!("decision code {k}"))),
         };
         let flags = self.u8()?;
-        // the flags each version has: the delta came with version 3, the template with 4
-        let allowed: u8 = [0b011, 0b111, 0b1111][usize::from(version - 2)];
+        // the flags each version has: the delta came with version 3, the template with 4,
+        // the identity with 5
+        let allowed: u8 = [0b011, 0b111, 0b1111, 0b1_1111][usize::from(version - 2)];
         if flags & !allowed != 0 {
             return Err(IndexError::Corrupt(format!(
                 "doc record version {version} with flags {flags:#010b}"
@@ -668,10 +683,11 @@ mod tests {
                 removed: vec![5],
             }),
             template: vec![2, 40, 7_000_000],
+            identity: Some(0xfeed_0000_0000_beef),
         };
         let bytes = rec.encode();
-        assert_eq!(bytes[0], 4);
-        assert_eq!(bytes[2] & 8, 8);
+        assert_eq!(bytes[0], 5);
+        assert_eq!(bytes[2] & 0b1_1000, 0b1_1000);
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
         let lean = DocRecord::decode(&rec.encode_with(false)).unwrap();
         assert_eq!(lean.sigs.set_len(), 0);
@@ -684,9 +700,22 @@ mod tests {
             sigs: Signatures::default(),
             delta: None,
             template: Vec::new(),
+            identity: None,
             ..rec.clone()
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
+        // a version-4 record (no identity) still reads, but not with the flag of one
+        let mut v4 = plain.encode();
+        v4[0] = 4;
+        assert_eq!(DocRecord::decode(&v4).unwrap(), plain);
+        let with_identity = DocRecord {
+            identity: rec.identity,
+            ..plain.clone()
+        };
+        assert_eq!(DocRecord::decode(&with_identity.encode()).unwrap(), with_identity);
+        let mut v4i = with_identity.encode();
+        v4i[0] = 4;
+        assert!(DocRecord::decode(&v4i).is_err(), "version 4 has no identity");
         // a version-3 record (no template sample) still reads, but not with the flag of one
         let mut v3 = plain.encode();
         v3[0] = 3;
@@ -721,6 +750,7 @@ mod tests {
             decision: Decision::plain(DecisionKind::Unique),
             delta: None,
             template: Vec::new(),
+            identity: None,
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
@@ -762,6 +792,7 @@ mod tests {
                 decision: Decision::plain(DecisionKind::Duplicate),
                 delta: Some(d.clone()),
                 template: Vec::new(),
+                identity: None,
             };
             proptest::prop_assert_eq!(DocRecord::decode(&rec.encode()).unwrap().delta, Some(d));
         }

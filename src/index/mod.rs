@@ -3,7 +3,7 @@
 //!
 //! Pure of the outside world except the index directory: no runtime, no metrics.
 //!
-//! # Key layout (format version 6)
+//! # Key layout (format version 7)
 //!
 //! | family | key | value |
 //! |---|---|---|
@@ -74,10 +74,13 @@ use crate::signature::{Features, Measure, SignatureConfig, Signatures};
 /// family. Versions 3 to 5 are read as they are; opened for writing, an index of an alg.G or
 /// alg.H method gets its `fingerprints` from its unique documents' records, and its `alg_g`
 /// and `alg_h` families are emptied.
-pub const FORMAT_VERSION: u32 = 6;
+/// Version 7: document records of version 5, which may carry the page's identity
+/// ([`crate::signature::identity`], text rules 5 and later). Versions 3 to 6 are read as
+/// they are; their records carry no identity.
+pub const FORMAT_VERSION: u32 = 7;
 
 /// Format versions this build reads without a rebuild.
-pub const READABLE_FORMATS: [u32; 4] = [3, 4, 5, 6];
+pub const READABLE_FORMATS: [u32; 5] = [3, 4, 5, 6, 7];
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";

@@ -195,6 +195,7 @@ mod tests {
             decision: Decision::plain(DecisionKind::Unique),
             delta: None,
             template: Vec::new(),
+            identity: None,
         }
     }
 

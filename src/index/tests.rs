@@ -11,6 +11,7 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
         decision: Decision::plain(kind),
         delta: None,
         template: Vec::new(),
+        identity: None,
     }
 }
 

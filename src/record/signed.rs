@@ -64,6 +64,9 @@ pub struct SignedRecord {
     /// Template sample of a short page (the smallest CRC32s of its blocks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub template: Vec<u32>,
+    /// The identity of the page's whole visible text, hex (text rules 5 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// Identifies the signature settings the page was signed with.
     pub signature_id: String,
     /// Where the page was consumed.
@@ -100,6 +103,7 @@ impl SignedRecord {
                 .encode(encode_signatures(&signed.sigs)),
             fingerprint: crate::signature::fingerprint::to_hex(&signed.fingerprint),
             template: signed.template.clone(),
+            identity: signed.identity.map(|i| format!("{i:016x}")),
             signature_id: signature_id.to_string(),
             source,
         }
@@ -165,6 +169,15 @@ impl SignedRecord {
                 crate::signature::template::SAMPLE
             )));
         }
+        let identity = match &r.identity {
+            None => None,
+            Some(h) => Some(
+                Some(h)
+                    .filter(|h| h.len() == 16)
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| bad(format!("identity {h:?} is not 16 hex digits")))?,
+            ),
+        };
         let fetched = match &r.fetched_at {
             None => None,
             Some(t) => Some(parse_time(t).ok_or_else(|| BadRecord {
@@ -195,6 +208,7 @@ impl SignedRecord {
             tokens: r.tokens,
             family: r.family,
             template: r.template,
+            identity,
         };
         Ok((page, signed, has_text, origin_ms))
     }
@@ -257,6 +271,8 @@ mod tests {
         assert_eq!(s.sigs, signed.sigs);
         assert_eq!(s.fingerprint, signed.fingerprint);
         assert_eq!(s.template, signed.template);
+        assert!(signed.identity.is_some());
+        assert_eq!(s.identity, signed.identity);
         assert_eq!(s.family, signed.family);
         assert_eq!(s.tokens, signed.tokens);
         assert_eq!(s.text.text, signed.text.text);
@@ -290,6 +306,8 @@ mod tests {
             ),
             ("template", serde_json::json!([5, 3])),
             ("template", serde_json::json!((0..40).collect::<Vec<u32>>())),
+            ("identity", serde_json::json!("12ab")),
+            ("identity", serde_json::json!("0123456789abcdeg")),
             ("schema", serde_json::json!("neardup.signed.v9")),
             ("id", serde_json::json!("")),
             ("extra", serde_json::json!(1)),

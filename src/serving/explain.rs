@@ -96,7 +96,8 @@ pub struct PairExplanation {
     /// and later). Absent when neither holds. Only a unique page keeps its template
     /// sample, so when the later page is a duplicate only the earlier page's sample is
     /// known: `same-host` is then said when the earlier page is short, and `same-template`
-    /// not at all.
+    /// not at all. Never said of two pages of one identity (the same whole visible text,
+    /// numbers aside; text rules 5 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_apart: Option<KeptApart>,
     /// Shared and unshared signatures.
@@ -209,7 +210,7 @@ impl Service {
                 // a page is not kept apart from itself
                 pair.kept_apart = (num != num_b)
                     .then(|| {
-                        kept_apart(&later.template, earlier, &mut || {
+                        kept_apart(&later.template, later.identity, earlier, &mut || {
                             hosts.then(|| host_hash(&later.url))
                         })
                     })

@@ -6,6 +6,7 @@
 
 pub mod annotate;
 pub mod fingerprint;
+pub mod identity;
 pub mod shingles;
 pub mod similarity;
 pub mod spotsigs;
@@ -82,7 +83,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 4;
+pub const TEXT_RULES: u32 = 5;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -194,10 +195,11 @@ pub struct SignatureConfig {
     /// (a table cell is a scope) and a page the index language cannot sign is signed in its
     /// own ([`Signer`]); 3, ARIA roles are container hints
     /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
-    /// a template sample) is matched across hosts only ([`crate::dedup`]); 4
-    /// ([`TEXT_RULES`]), a container named a dialog that is not rendered weighs as layout:
+    /// a template sample) is matched across hosts only ([`crate::dedup`]); 4, a container named a dialog that is not rendered weighs as layout:
     /// it counts against the region unless it holds most of the page
-    /// ([`crate::text::StripOptions::hidden_dialogs`]). Absent from the stored settings of
+    /// ([`crate::text::StripOptions::hidden_dialogs`]); 5 ([`TEXT_RULES`]), a page carries
+    /// the identity of its whole visible text ([`identity`]), and no rule keeps apart two
+    /// pages of one identity ([`crate::dedup::kept_apart`]). Absent from the stored settings of
     /// an index made before revision 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
@@ -274,6 +276,12 @@ impl SignatureConfig {
         self.text_rules >= 3
     }
 
+    /// Whether pages carry the identity of their visible text (text rules 5 and later;
+    /// [`identity`]).
+    pub fn identities(&self) -> bool {
+        self.text_rules >= 5
+    }
+
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), SignatureConfigError> {
         if self.spot_distance == 0 || self.chain_len == 0 {
@@ -326,6 +334,8 @@ pub struct Signed {
     pub family: Family,
     /// The template sample of a short page ([`template`]); empty for other pages.
     pub template: Vec<u32>,
+    /// The identity of the page's whole visible text ([`identity`]; text rules 5 and later).
+    pub identity: Option<u64>,
 }
 
 /// The signature family of a page.
@@ -540,6 +550,7 @@ impl Signer {
         } else {
             Vec::new()
         };
+        let identity = self.config.identities().then(|| identity::of(&text.text));
         let signed = Signed {
             text,
             sigs,
@@ -547,6 +558,7 @@ impl Signer {
             tokens: tokens.len(),
             family,
             template: sample,
+            identity,
         };
         (signed, strip_time)
     }
@@ -738,6 +750,7 @@ impl Signer {
             tokens: tokens.len(),
             family,
             template: Vec::new(),
+            identity: self.config.identities().then(|| identity::of(plain)),
         }
     }
 

@@ -14,7 +14,7 @@ pages sharing software, short briefs) and writes, into OUT:
   webdup-v1-stats.json               counts per kind
 
 Usage:
-  build-webdup.py --mirrors /work/.mirror --out /work/corpora/webdup-v1 \
+  build-webdup.py --mirrors MIRRORS --out CORPUS_DIR \
       [--exclude-corpus ../shared/data/goldstyle-dev.jsonl.gz] [--seed 20240607]
 
 --mirrors is a directory holding one git directory per snapshot at <owner>+<name>/repo
@@ -1339,7 +1339,7 @@ def pairs_and_checks(pages):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mirrors", default="/work/.mirror")
+    ap.add_argument("--mirrors", required=True, help="directory of snapshots laid out as <owner>+<name>/repo")
     ap.add_argument("--snapshot", action="append", default=[], help="owner/name=GITDIR")
     ap.add_argument("--out", required=True)
     ap.add_argument("--exclude-corpus", default=None,

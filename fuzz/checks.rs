@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use neardup::dedup::{prepare, Deduplicator, PageRef};
-use neardup::index::{Batch, DocRecord, Family, Index, IndexParams, Method};
+use neardup::index::{Batch, Column, DocRecord, Index, IndexParams, Method};
 use neardup::signature::{SignatureConfig, Signer};
 
 fn signer() -> &'static Signer {
@@ -119,7 +119,7 @@ pub fn index(data: &[u8]) {
         }
         let (key, tail) = tail.split_at(kl);
         let (value, tail) = tail.split_at(vl.min(tail.len()));
-        batch.put(Family::ALL[*f as usize % Family::ALL.len()], key, value);
+        batch.put(Column::ALL[*f as usize % Column::ALL.len()], key, value);
         rest = tail;
     }
     d.index()

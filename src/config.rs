@@ -30,6 +30,25 @@ macro_rules! impl_from_str_serde {
 }
 impl_from_str_serde!(Measure, StripMode, FingerprintKind, Content);
 
+/// Environment variables renamed with their flags (old, new): the old name is still read when
+/// the new one is not set.
+pub const RENAMED_VARIABLES: [(&str, &str); 2] = [
+    ("NEARDUP_RH", "NEARDUP_HAMMING_RADIUS"),
+    ("NEARDUP_M", "NEARDUP_FINGERPRINT_BLOCKS"),
+];
+
+/// Sets each renamed variable's new name from its old one where only the old one is set;
+/// called by `main` before the command line is parsed, while the process has one thread.
+pub fn read_renamed_variables() {
+    for (old, new) in RENAMED_VARIABLES {
+        if std::env::var_os(new).is_none() {
+            if let Some(v) = std::env::var_os(old) {
+                std::env::set_var(new, v);
+            }
+        }
+    }
+}
+
 /// Fills every `None` field of `self` from `other`.
 macro_rules! or_fields {
     ($self:ident, $other:ident; $($f:ident),* $(,)?) => {
@@ -155,11 +174,25 @@ pub struct DetectOptions {
     /// Similarity measure: jaccard (sets) or weighted (multisets) [default: jaccard]
     #[arg(long, env = "NEARDUP_MEASURE")]
     pub measure: Option<Measure>,
-    /// Hamming radius of alg-g / alg-h [default: 3]
-    #[arg(long, env = "NEARDUP_RH")]
+    /// Hamming radius of alg-g / alg-h: fingerprints at most this many bits apart are
+    /// candidates (formerly --rh) [default: 3]
+    #[arg(
+        long = "hamming-radius",
+        visible_alias = "rh",
+        value_name = "BITS",
+        env = "NEARDUP_HAMMING_RADIUS"
+    )]
+    #[serde(rename = "hamming-radius", alias = "rh")]
     pub rh: Option<u32>,
-    /// Blocks (alg-g) or groups (alg-h); 0 picks the default for the radius [default: 0]
-    #[arg(long, env = "NEARDUP_M")]
+    /// Blocks (alg-g) or groups (alg-h) the fingerprint is cut into; 0 picks the fewest whose
+    /// prefixes fill the tables' directory (formerly --m) [default: 0]
+    #[arg(
+        long = "fingerprint-blocks",
+        visible_alias = "m",
+        value_name = "N",
+        env = "NEARDUP_FINGERPRINT_BLOCKS"
+    )]
+    #[serde(rename = "fingerprint-blocks", alias = "m")]
     pub m: Option<u32>,
     /// Pages with fewer distinct signatures are skipped [default: 10; method sentences: 5]
     #[arg(long, env = "NEARDUP_MIN_SIGNATURES")]
@@ -241,9 +274,11 @@ pub struct DetectFile {
     pub threshold: Option<f64>,
     /// Similarity measure.
     pub measure: Option<Measure>,
-    /// Hamming radius.
+    /// Hamming radius (`hamming-radius`, formerly `rh`).
+    #[serde(rename = "hamming-radius", alias = "rh")]
     pub rh: Option<u32>,
-    /// Blocks or groups.
+    /// Blocks or groups (`fingerprint-blocks`, formerly `m`).
+    #[serde(rename = "fingerprint-blocks", alias = "m")]
     pub m: Option<u32>,
     /// Minimum distinct signatures.
     pub min_signatures: Option<u32>,
@@ -674,6 +709,37 @@ mod tests {
             &FileConfig::default(),
         );
         assert!(bad.is_err());
+    }
+
+    /// The fingerprint flags have names that say what they set; the old ones still work, on
+    /// the command line and in the file.
+    #[test]
+    fn fingerprint_flags_keep_their_old_names() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct T {
+            #[command(flatten)]
+            d: DetectOptions,
+        }
+        for args in [
+            ["t", "--hamming-radius", "4", "--fingerprint-blocks", "6"],
+            ["t", "--rh", "4", "--m", "6"],
+        ] {
+            let t = T::try_parse_from(args).unwrap();
+            assert_eq!((t.d.rh, t.d.m), (Some(4), Some(6)), "{args:?}");
+        }
+        for text in [
+            "[detect]\nhamming-radius = 4\nfingerprint-blocks = 6\n",
+            "[detect]\nrh = 4\nm = 6\n",
+        ] {
+            let file: FileConfig = toml::from_str(text).unwrap();
+            assert_eq!(
+                (file.detect.rh, file.detect.m),
+                (Some(4), Some(6)),
+                "{text}"
+            );
+        }
+        assert_eq!(RENAMED_VARIABLES.len(), 2);
     }
 
     #[test]

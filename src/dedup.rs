@@ -255,7 +255,10 @@ impl Deduplicator {
                 if doc.decision.kind != DecisionKind::Unique || doc.identity != Some(identity) {
                     continue;
                 }
-                if best.as_ref().is_none_or(|(b, _, _)| doc.first_seen < b.first_seen) {
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _, _)| doc.first_seen < b.first_seen)
+                {
                     let sim = similarity(signed.sigs.entries(), doc.sigs.entries(), m);
                     best = Some((doc, sim, *c));
                 }
@@ -280,8 +283,8 @@ impl Deduplicator {
         url: Option<&str>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let mut rule = PairRule::new(&self.index, q, &signed.template, url)
-            .with_identity(signed.identity);
+        let mut rule =
+            PairRule::new(&self.index, q, &signed.template, url).with_identity(signed.identity);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {

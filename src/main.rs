@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     neardup::signals::install_early();
     neardup::allocator::use_huge_pages();
     neardup::allocator::after_exec();
+    neardup::config::read_renamed_variables();
     let cli = neardup::cli::Cli::parse();
     match neardup::cli::run(cli) {
         Ok(code) => code,

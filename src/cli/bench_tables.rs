@@ -216,7 +216,7 @@ pub fn run(args: BenchTablesArgs) -> Result<Vec<TablesRow>> {
                 .arg(n.to_string())
                 .arg("--methods")
                 .arg(m)
-                .arg("--rh")
+                .arg("--hamming-radius")
                 .arg(args.rh.to_string())
                 .arg("--copy-rate")
                 .arg(args.copy_rate.to_string())

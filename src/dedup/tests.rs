@@ -487,7 +487,12 @@ mod identical {
     /// `body` words and a view count.
     fn html(site: u64, nav: usize, body: &str, views: u32) -> String {
         let menu: String = (0..nav)
-            .map(|i| format!("<li><a href=\"/s/{i}\">{}</a></li>", words(site * 97 + i as u64, 2)))
+            .map(|i| {
+                format!(
+                    "<li><a href=\"/s/{i}\">{}</a></li>",
+                    words(site * 97 + i as u64, 2)
+                )
+            })
             .collect();
         format!(
             "<html><head><title>{}</title></head><body><header>{}</header><nav><ul>{menu}</ul></nav>\
@@ -518,7 +523,7 @@ mod identical {
             let at = |host: u64, path: String| format!("https://site{host}.test/{path}");
             // other pages of the site first, so that its template is known
             for i in 0..others {
-                let body = words(seed ^ (i as u64 + 1) * 0x51, body_words.max(5));
+                let body = words(seed ^ ((i as u64 + 1) * 0x51), body_words.max(5));
                 let url = at(site, format!("other/{i}"));
                 d.process(PageRef { id: &url, url: &url, first_seen: 1 }, &html(site, nav, &body, 3))
                     .unwrap();

@@ -712,10 +712,16 @@ mod tests {
             identity: rec.identity,
             ..plain.clone()
         };
-        assert_eq!(DocRecord::decode(&with_identity.encode()).unwrap(), with_identity);
+        assert_eq!(
+            DocRecord::decode(&with_identity.encode()).unwrap(),
+            with_identity
+        );
         let mut v4i = with_identity.encode();
         v4i[0] = 4;
-        assert!(DocRecord::decode(&v4i).is_err(), "version 4 has no identity");
+        assert!(
+            DocRecord::decode(&v4i).is_err(),
+            "version 4 has no identity"
+        );
         // a version-3 record (no template sample) still reads, but not with the flag of one
         let mut v3 = plain.encode();
         v3[0] = 3;

@@ -52,7 +52,7 @@ pub use mutate::Mutation;
 pub use pending::Undone;
 pub use reader::{IndexReader, StoredSigs};
 pub use store::{
-    Batch, Family, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
+    Batch, Column, FamilyStats, IndexParamError, MemoryStore, RocksStore, Store, StoreError,
 };
 
 use crate::signature::{Features, Measure, SignatureConfig, Signatures};
@@ -429,7 +429,7 @@ impl Index {
             ))
             .into());
         }
-        match store.get(Family::Meta, META_FORMAT)? {
+        match store.get(Column::Meta, META_FORMAT)? {
             Some(v) => {
                 let found = u32::from_be_bytes(
                     v.as_slice()
@@ -452,16 +452,16 @@ impl Index {
                     older = found < 6;
                     // every record of the older version reads as it is
                     let mut b = Batch::default();
-                    b.put(Family::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
+                    b.put(Column::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
                     store.write(b)?;
                 }
             }
             None => {
                 let mut b = Batch::default();
-                b.put(Family::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
+                b.put(Column::Meta, META_FORMAT, &FORMAT_VERSION.to_be_bytes());
                 let json = serde_json::to_vec(&params).expect("params serialize");
-                b.put(Family::Meta, META_PARAMS, &json);
-                b.put(Family::Meta, META_NEXT_DOC, &0u64.to_be_bytes());
+                b.put(Column::Meta, META_PARAMS, &json);
+                b.put(Column::Meta, META_NEXT_DOC, &0u64.to_be_bytes());
                 store.write(b)?;
             }
         }
@@ -516,7 +516,7 @@ impl Index {
     }
 
     pub(crate) fn stored_params(store: &dyn Store) -> Result<Option<IndexParams>, IndexError> {
-        match store.get(Family::Meta, META_PARAMS)? {
+        match store.get(Column::Meta, META_PARAMS)? {
             None => Ok(None),
             Some(v) => serde_json::from_slice(&v)
                 .map(Some)
@@ -558,7 +558,7 @@ impl Index {
             false => None,
         };
         let freq = (lists.is_some() && params.frequencies).then(freq::Freq::default);
-        let next_doc = match store.get(Family::Meta, META_NEXT_DOC)? {
+        let next_doc = match store.get(Column::Meta, META_NEXT_DOC)? {
             Some(v) => u64::from_be_bytes(
                 v.as_slice()
                     .try_into()
@@ -566,7 +566,7 @@ impl Index {
             ),
             None => 0,
         };
-        let epoch = match store.get(Family::Meta, META_LISTS_EPOCH)? {
+        let epoch = match store.get(Column::Meta, META_LISTS_EPOCH)? {
             Some(v) => u64::from_be_bytes(
                 v.as_slice()
                     .try_into()
@@ -575,7 +575,7 @@ impl Index {
             None => {
                 let e = new_epoch();
                 let mut b = Batch::default();
-                b.put(Family::Meta, META_LISTS_EPOCH, &e.to_be_bytes());
+                b.put(Column::Meta, META_LISTS_EPOCH, &e.to_be_bytes());
                 store.write(b)?;
                 e
             }
@@ -623,7 +623,7 @@ impl Index {
     fn fill_ids(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
         let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u32, false);
         // ids are UTF-8, which never holds the byte 0xff
-        self.store.scan(Family::Ids, &[], &[0xff], &mut |k, _| {
+        self.store.scan(Column::Ids, &[], &[0xff], &mut |k, _| {
             seen = seen.wrapping_add(1);
             if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
                 interrupted = true;
@@ -712,9 +712,9 @@ impl Index {
             t.check_width(&rec.fingerprint)?;
             if insert {
                 let value = fptables::encode(&rec.fingerprint);
-                b.put(Family::Fingerprints, &num.to_be_bytes(), &value);
+                b.put(Column::Fingerprints, &num.to_be_bytes(), &value);
             } else {
-                b.delete(Family::Fingerprints, &num.to_be_bytes());
+                b.delete(Column::Fingerprints, &num.to_be_bytes());
             }
         }
         Ok(())
@@ -766,9 +766,9 @@ impl Index {
         if unique {
             self.index_entries(&mut b, rec, num, true)?;
         }
-        b.put(Family::Docs, &num.to_be_bytes(), &bytes);
-        b.put(Family::Ids, rec.id.as_bytes(), &num.to_be_bytes());
-        b.put(Family::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
+        b.put(Column::Docs, &num.to_be_bytes(), &bytes);
+        b.put(Column::Ids, rec.id.as_bytes(), &num.to_be_bytes());
+        b.put(Column::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
         if unique && self.lists.is_some() && num > lists::MAX_DOC {
             return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
         }
@@ -818,7 +818,7 @@ impl Index {
     /// Sizes of every family.
     pub fn stats(&self) -> Result<IndexStats, IndexError> {
         let mut families = Vec::new();
-        for f in Family::ALL {
+        for f in Column::ALL {
             let s = self.store.family_stats(f)?;
             families.push((f.name().to_string(), s.keys, s.bytes));
         }

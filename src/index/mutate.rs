@@ -8,7 +8,7 @@
 //! driver takes them ([`Index::take_journal`]).
 
 use super::{
-    new_epoch, Batch, DecisionKind, DocRecord, Family, Index, IndexError, META_LISTS_EPOCH,
+    new_epoch, Batch, Column, DecisionKind, DocRecord, Index, IndexError, META_LISTS_EPOCH,
 };
 
 /// One change of the index.
@@ -58,7 +58,7 @@ impl Index {
     ) -> Result<(), IndexError> {
         let mut err = None;
         self.store.scan(
-            Family::Docs,
+            Column::Docs,
             &from.to_be_bytes(),
             &[0xff; 9],
             &mut |k, v| {
@@ -117,7 +117,7 @@ impl Index {
         let mut expired: Vec<(u64, DocRecord)> = Vec::new();
         let mut err = None;
         self.store
-            .scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| match (
+            .scan(Column::Docs, &[], &[0xff; 9], &mut |k, v| match (
                 <[u8; 8]>::try_from(k),
                 DocRecord::decode(v),
             ) {
@@ -162,7 +162,7 @@ impl Index {
             }
             self.epoch = new_epoch();
             let mut b = Batch::default();
-            b.put(Family::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+            b.put(Column::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
             self.store.write(b)?;
         }
         for chunk in docs.chunks(256) {
@@ -172,11 +172,11 @@ impl Index {
                 if rec.decision.kind == DecisionKind::Unique {
                     self.index_entries(&mut b, rec, *num, false)?;
                 }
-                b.delete(Family::Docs, &num.to_be_bytes());
+                b.delete(Column::Docs, &num.to_be_bytes());
                 // the id may since have been re-decided under a newer number
-                if let Some(cur) = self.store.get(Family::Ids, rec.id.as_bytes())? {
+                if let Some(cur) = self.store.get(Column::Ids, rec.id.as_bytes())? {
                     if cur == num.to_be_bytes() {
-                        b.delete(Family::Ids, rec.id.as_bytes());
+                        b.delete(Column::Ids, rec.id.as_bytes());
                         removed_ids.push(rec.id.clone());
                     }
                 }

@@ -21,7 +21,7 @@
 //! aborted transaction removed): [`Index::rewind_pending`] removes the latter, and reading
 //! the changelog on from the position brings the committed ones back under their numbers.
 
-use super::{reader, Batch, Family, Index, IndexError};
+use super::{reader, Batch, Column, Index, IndexError};
 
 const PREFIX: &[u8] = b"txn/";
 const END: &[u8] = b"txn0"; // '0' follows '/': the first key after every mark
@@ -54,7 +54,7 @@ impl Index {
         v.extend_from_slice(&self.next_doc.to_be_bytes());
         v.extend_from_slice(id.as_bytes());
         let mut b = Batch::with_capacity(PREFIX.len() + position.len() + v.len(), 1);
-        b.put(Family::Meta, &key(position), &v);
+        b.put(Column::Meta, &key(position), &v);
         self.store.write_buffered(b)?;
         Ok(())
     }
@@ -70,11 +70,11 @@ impl Index {
         let mut b = Batch::default();
         let mut any = false;
         for p in positions {
-            b.delete(Family::Meta, &key(p));
+            b.delete(Column::Meta, &key(p));
             any = true;
         }
         if let Some(n) = changelog_next {
-            b.put(Family::Meta, CHANGELOG_NEXT, &n.to_be_bytes());
+            b.put(Column::Meta, CHANGELOG_NEXT, &n.to_be_bytes());
             any = true;
         }
         if any {
@@ -86,7 +86,7 @@ impl Index {
     /// The changelog offset after the records this index holds without a mark (`None`:
     /// never recorded).
     pub fn changelog_next(&self) -> Result<Option<u64>, IndexError> {
-        match self.store.get(Family::Meta, CHANGELOG_NEXT)? {
+        match self.store.get(Column::Meta, CHANGELOG_NEXT)? {
             None => Ok(None),
             Some(v) => {
                 Ok(Some(u64::from_be_bytes(v.as_slice().try_into().map_err(
@@ -100,7 +100,7 @@ impl Index {
     /// the changelog, or a restore from it).
     pub fn set_changelog_next(&mut self, next: u64) -> Result<(), IndexError> {
         let mut b = Batch::with_capacity(CHANGELOG_NEXT.len() + 8, 1);
-        b.put(Family::Meta, CHANGELOG_NEXT, &next.to_be_bytes());
+        b.put(Column::Meta, CHANGELOG_NEXT, &next.to_be_bytes());
         self.store.write_buffered(b)?;
         Ok(())
     }
@@ -117,7 +117,7 @@ impl Index {
         if let Some(num) = first {
             if num < self.next_doc {
                 let mut b = Batch::with_capacity(super::META_NEXT_DOC.len() + 8, 1);
-                b.put(Family::Meta, super::META_NEXT_DOC, &num.to_be_bytes());
+                b.put(Column::Meta, super::META_NEXT_DOC, &num.to_be_bytes());
                 self.store.write(b)?;
                 self.next_doc = num;
             }
@@ -129,7 +129,7 @@ impl Index {
     pub fn pending(&self) -> Result<Vec<(Vec<u8>, u64, String)>, IndexError> {
         let mut out = Vec::new();
         let mut bad = false;
-        self.store.scan(Family::Meta, PREFIX, END, &mut |k, v| {
+        self.store.scan(Column::Meta, PREFIX, END, &mut |k, v| {
             if v.len() < 8 {
                 bad = true;
                 return false;
@@ -172,7 +172,7 @@ impl Index {
         }
         let mut b = Batch::default();
         for (position, _, _) in &marks {
-            b.delete(Family::Meta, &key(position));
+            b.delete(Column::Meta, &key(position));
         }
         self.store.write(b)?;
         Ok(done)

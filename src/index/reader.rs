@@ -7,13 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    DecisionKind, DocRecord, Family, IndexError, IndexParams, RocksStore, Store, READABLE_FORMATS,
+    Column, DecisionKind, DocRecord, IndexError, IndexParams, RocksStore, Store, READABLE_FORMATS,
 };
 use crate::signature::Signatures;
 
 /// The stored record of document `id` and its number.
 pub(crate) fn find_id(store: &dyn Store, id: &str) -> Result<Option<(u64, DocRecord)>, IndexError> {
-    match store.get(Family::Ids, id.as_bytes())? {
+    match store.get(Column::Ids, id.as_bytes())? {
         None => Ok(None),
         Some(num) => {
             let num = doc_number(&num)?;
@@ -24,7 +24,7 @@ pub(crate) fn find_id(store: &dyn Store, id: &str) -> Result<Option<(u64, DocRec
 
 /// The record of document number `num`.
 pub(crate) fn doc(store: &dyn Store, num: u64) -> Result<Option<DocRecord>, IndexError> {
-    match store.get(Family::Docs, &num.to_be_bytes())? {
+    match store.get(Column::Docs, &num.to_be_bytes())? {
         None => Ok(None),
         Some(v) => DocRecord::decode(&v).map(Some),
     }
@@ -80,7 +80,7 @@ impl IndexReader {
         block_cache: usize,
     ) -> Result<IndexReader, IndexError> {
         let store = RocksStore::open_secondary(dir, own, block_cache)?;
-        let found = match store.get(Family::Meta, super::META_FORMAT)? {
+        let found = match store.get(Column::Meta, super::META_FORMAT)? {
             Some(v) => u32::from_be_bytes(
                 v.as_slice()
                     .try_into()
@@ -119,13 +119,13 @@ impl IndexReader {
     /// The records of many ids, in their order (two batched lookups).
     pub fn find_ids(&self, ids: &[&str]) -> Result<Vec<Option<DocRecord>>, IndexError> {
         let keys: Vec<&[u8]> = ids.iter().map(|id| id.as_bytes()).collect();
-        let nums = self.store.get_many(Family::Ids, &keys)?;
+        let nums = self.store.get_many(Column::Ids, &keys)?;
         let mut wanted: Vec<[u8; 8]> = Vec::with_capacity(ids.len());
         for n in nums.iter().flatten() {
             wanted.push(doc_number(n)?.to_be_bytes());
         }
         let keys: Vec<&[u8]> = wanted.iter().map(|k| &k[..]).collect();
-        let mut docs = self.store.get_many(Family::Docs, &keys)?.into_iter();
+        let mut docs = self.store.get_many(Column::Docs, &keys)?.into_iter();
         let mut out = Vec::with_capacity(ids.len());
         for n in &nums {
             out.push(match n {
@@ -151,7 +151,7 @@ impl IndexReader {
 
     /// The number the next document will get (documents are numbered in decision order).
     pub fn next_doc(&self) -> Result<u64, IndexError> {
-        match self.store.get(Family::Meta, super::META_NEXT_DOC)? {
+        match self.store.get(Column::Meta, super::META_NEXT_DOC)? {
             Some(v) => doc_number(&v),
             None => Ok(0),
         }
@@ -165,7 +165,7 @@ impl IndexReader {
     ) -> Result<(), IndexError> {
         let mut err = None;
         self.store.scan(
-            Family::Docs,
+            Column::Docs,
             &first.to_be_bytes(),
             &[0xff; 9],
             &mut |_, v| match DocRecord::decode(v) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
-    freq, lists, Batch, DecisionKind, DocRecord, Family, Index, IndexError, ListsRestore,
+    freq, lists, Batch, Column, DecisionKind, DocRecord, Index, IndexError, ListsRestore,
     LISTS_SNAPSHOT,
 };
 
@@ -87,7 +87,7 @@ impl Index {
         let (mut docs, mut fps) = (Vec::new(), Vec::new());
         let (mut seen, mut interrupted, mut err) = (0u32, false, None);
         self.store
-            .scan(Family::Fingerprints, &[], &[0xff; 9], &mut |k, v| {
+            .scan(Column::Fingerprints, &[], &[0xff; 9], &mut |k, v| {
                 seen = seen.wrapping_add(1);
                 if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
                     interrupted = true;
@@ -128,7 +128,7 @@ impl Index {
         let store = &self.store;
         let mut b = Batch::default();
         let (mut pending, mut err) = (0usize, None);
-        store.scan(Family::Docs, &[], &[0xff; 9], &mut |k, v| {
+        store.scan(Column::Docs, &[], &[0xff; 9], &mut |k, v| {
             if stop.load(Ordering::Relaxed) {
                 err = Some(IndexError::Interrupted);
                 return false;
@@ -136,7 +136,7 @@ impl Index {
             match DocRecord::decode(v) {
                 Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
                     b.put(
-                        Family::Fingerprints,
+                        Column::Fingerprints,
                         k,
                         &super::fptables::encode(&rec.fingerprint),
                     );
@@ -161,7 +161,7 @@ impl Index {
             return Err(e);
         }
         store.write(b)?;
-        for family in [Family::AlgG, Family::AlgH] {
+        for family in [Column::AlgG, Column::AlgH] {
             loop {
                 let mut b = Batch::default();
                 let mut n = 0;
@@ -271,7 +271,7 @@ impl Index {
         let mut seen = 0u32;
         let mut entered = 0u64;
         self.store.scan(
-            Family::Docs,
+            Column::Docs,
             &start.to_be_bytes(),
             &[0xff; 9],
             &mut |k, v| {

@@ -80,7 +80,7 @@ fn index_suite_on_both_stores() {
             assert!(c.is_empty());
             assert!(idx.find_id("b").unwrap().is_some());
             assert_eq!(idx.expire(1000).unwrap(), 2);
-            for f in [Family::Fingerprints, Family::Docs, Family::Ids] {
+            for f in [Column::Fingerprints, Column::Docs, Column::Ids] {
                 let mut n = 0;
                 idx.store()
                     .scan(f, &[], &[0xff; 32], &mut |_, _| {
@@ -242,7 +242,7 @@ fn a_stop_flag_interrupts_the_open_and_leaves_the_index_whole() {
 fn format_2_index_is_refused_with_a_rebuild_message() {
     let store = MemoryStore::new();
     let mut b = Batch::default();
-    b.put(Family::Meta, META_FORMAT, &2u32.to_be_bytes());
+    b.put(Column::Meta, META_FORMAT, &2u32.to_be_bytes());
     store.write(b).unwrap();
     let err = Index::open(Box::new(store), IndexParams::default())
         .err()
@@ -257,7 +257,7 @@ fn newer_format_is_refused_with_a_rebuild_message() {
     let store = MemoryStore::new();
     let mut b = Batch::default();
     b.put(
-        Family::Meta,
+        Column::Meta,
         META_FORMAT,
         &(FORMAT_VERSION + 1).to_be_bytes(),
     );
@@ -306,14 +306,14 @@ fn format_3_is_read_and_marked_4() {
         let mut bytes = d.encode_with(false);
         bytes[0] = 2;
         let mut b = Batch::default();
-        b.put(Family::Docs, &1u64.to_be_bytes(), &bytes);
-        b.put(Family::Ids, b"b", &1u64.to_be_bytes());
-        b.put(Family::Meta, META_NEXT_DOC, &2u64.to_be_bytes());
-        b.put(Family::Meta, META_FORMAT, &3u32.to_be_bytes());
+        b.put(Column::Docs, &1u64.to_be_bytes(), &bytes);
+        b.put(Column::Ids, b"b", &1u64.to_be_bytes());
+        b.put(Column::Meta, META_NEXT_DOC, &2u64.to_be_bytes());
+        b.put(Column::Meta, META_FORMAT, &3u32.to_be_bytes());
         idx.store().write(b).unwrap();
     }
     let idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
-    let v = idx.store().get(Family::Meta, META_FORMAT).unwrap().unwrap();
+    let v = idx.store().get(Column::Meta, META_FORMAT).unwrap().unwrap();
     assert_eq!(v, FORMAT_VERSION.to_be_bytes());
     let r = idx.reader();
     let (_, b) = r.find_id("b").unwrap().unwrap();
@@ -822,24 +822,24 @@ fn fingerprint_tables_reopen_and_an_older_index_is_migrated() {
         let mut b = Batch::default();
         let mut keys = Vec::new();
         idx.store()
-            .scan(Family::Fingerprints, &[], &[0xff; 9], &mut |k, _| {
+            .scan(Column::Fingerprints, &[], &[0xff; 9], &mut |k, _| {
                 keys.push(k.to_vec());
                 true
             })
             .unwrap();
         assert_eq!(keys.len(), 200);
         for k in &keys {
-            b.delete(Family::Fingerprints, k);
-            b.put(Family::AlgG, &[&[0u8, 0][..], k].concat(), &[0; 8]);
+            b.delete(Column::Fingerprints, k);
+            b.put(Column::AlgG, &[&[0u8, 0][..], k].concat(), &[0; 8]);
         }
-        b.put(Family::Meta, b"format_version", &5u32.to_be_bytes());
+        b.put(Column::Meta, b"format_version", &5u32.to_be_bytes());
         idx.store().write(b).unwrap();
         drop(idx);
         let mut idx = Index::open_dir(dir.path(), params).unwrap();
         expect(&mut idx);
         let mut old = 0;
         idx.store()
-            .scan(Family::AlgG, &[], &[0xff; 19], &mut |_, _| {
+            .scan(Column::AlgG, &[], &[0xff; 19], &mut |_, _| {
                 old += 1;
                 true
             })
@@ -847,7 +847,7 @@ fn fingerprint_tables_reopen_and_an_older_index_is_migrated() {
         assert_eq!(old, 0, "{method}: the old tables stay on disk");
         let v = idx
             .store()
-            .get(Family::Meta, b"format_version")
+            .get(Column::Meta, b"format_version")
             .unwrap()
             .unwrap();
         assert_eq!(v, FORMAT_VERSION.to_be_bytes());

@@ -38,7 +38,11 @@ pub fn of(text: &str) -> u64 {
     let mut sum = 0u64;
     let mut n = 0u64;
     let edge = |c: char| c.is_whitespace() || c.is_ascii_digit();
-    for line in text.split('\n').map(|l| l.trim_matches(edge)).filter(|l| !l.is_empty()) {
+    for line in text
+        .split('\n')
+        .map(|l| l.trim_matches(edge))
+        .filter(|l| !l.is_empty())
+    {
         sum = sum.wrapping_add(block(line));
         n += 1;
     }
@@ -158,7 +162,11 @@ mod tests {
             for at in 0..8 {
                 let mut w = [b'a'; 8];
                 w[at] = b;
-                assert_eq!(has_digit(u64::from_le_bytes(w)), b.is_ascii_digit(), "{b:#x}");
+                assert_eq!(
+                    has_digit(u64::from_le_bytes(w)),
+                    b.is_ascii_digit(),
+                    "{b:#x}"
+                );
             }
         }
     }

@@ -406,7 +406,7 @@ fn word_count(text: &str) -> usize {
 
 /// Which blocks of a page [`Signer::select`] signed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Source {
+pub(crate) struct SignedBlocks {
     /// Every block of the page, not the main region.
     pub(crate) whole: bool,
     /// Only blocks of at least this many words (0: all of them).
@@ -568,7 +568,7 @@ impl Signer {
     /// SpotSigs; or, when those are fewer than `short-below` too (the region has almost no
     /// prose: the extraction missed the article, or the page has none), the SpotSigs of
     /// every block of the page, if that gives `short-below` of them.
-    pub(crate) fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family, Source) {
+    pub(crate) fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family, SignedBlocks) {
         let (tokens, sigs, family) = self.select_in_language(text);
         if self.try_other_languages(&sigs, family) && self.config.content == Content::Main {
             let signed = sigs.set_len() >= self.config.short_below as usize;
@@ -581,7 +581,7 @@ impl Signer {
             }
         }
         let whole = family == Family::Page || self.config.content == Content::All;
-        let source = Source {
+        let source = SignedBlocks {
             whole,
             min_block_words: 0,
         };
@@ -592,7 +592,7 @@ impl Signer {
     pub(crate) fn source_blocks<'a>(
         &self,
         text: &'a Stripped,
-        source: Source,
+        source: SignedBlocks,
     ) -> impl Iterator<Item = &'a str> + 'a {
         self.blocks_of(text, source.whole)
             .filter(move |b| source.min_block_words == 0 || word_count(b) >= source.min_block_words)
@@ -616,7 +616,7 @@ impl Signer {
         &self,
         attempts: &[(Vec<&str>, bool)],
         signed_in_language: bool,
-    ) -> Option<(Tokens, Signatures, Family, Source)> {
+    ) -> Option<(Tokens, Signatures, Family, SignedBlocks)> {
         let enough = self.config.short_below as usize;
         for (blocks, whole) in attempts {
             let (words, best) = self.guess_language(blocks);
@@ -624,7 +624,7 @@ impl Signer {
                 continue;
             }
             let mut tokens = Tokens::default();
-            let mut source = Source {
+            let mut source = SignedBlocks {
                 whole: *whole,
                 min_block_words: 0,
             };

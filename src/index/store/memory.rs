@@ -37,13 +37,13 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, family: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.read()[family.index()].get(key).cloned())
     }
 
     fn scan(
         &self,
-        family: Family,
+        family: Column,
         lo: &[u8],
         hi: &[u8],
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
@@ -85,7 +85,7 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError> {
+    fn family_stats(&self, family: Column) -> Result<FamilyStats, StoreError> {
         let tables = self.read();
         let table = &tables[family.index()];
         let bytes = table.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();

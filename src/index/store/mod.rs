@@ -1,7 +1,7 @@
 //! Narrow key-value storage interface used by the index, with an in-memory
 //! implementation (tests, small runs) and a RocksDB implementation.
 //!
-//! The index keeps everything in a handful of column families ([`Family`]).
+//! The index keeps everything in a handful of column families ([`Column`]).
 //! Keys are raw bytes compared lexicographically; every integer inside a key is
 //! encoded big-endian so that byte order equals numeric order. The [`Store`]
 //! trait offers only what the index algorithms need: point reads, ordered
@@ -23,24 +23,24 @@ mod tests;
 pub use memory::MemoryStore;
 pub use rocks::RocksStore;
 
-/// RocksDB name of the [`Family::Meta`] column family.
+/// RocksDB name of the [`Column::Meta`] column family.
 pub const CF_META: &str = "meta";
-/// RocksDB name of the [`Family::Docs`] column family.
+/// RocksDB name of the [`Column::Docs`] column family.
 pub const CF_DOCS: &str = "docs";
-/// RocksDB name of the [`Family::Ids`] column family.
+/// RocksDB name of the [`Column::Ids`] column family.
 pub const CF_IDS: &str = "ids";
-/// RocksDB name of the [`Family::AlgG`] column family.
+/// RocksDB name of the [`Column::AlgG`] column family.
 pub const CF_ALG_G: &str = "alg_g";
-/// RocksDB name of the [`Family::AlgH`] column family.
+/// RocksDB name of the [`Column::AlgH`] column family.
 pub const CF_ALG_H: &str = "alg_h";
-/// RocksDB name of the [`Family::Stage`] column family.
+/// RocksDB name of the [`Column::Stage`] column family.
 pub const CF_STAGE: &str = "stage";
-/// RocksDB name of the [`Family::Fingerprints`] column family.
+/// RocksDB name of the [`Column::Fingerprints`] column family.
 pub const CF_FINGERPRINTS: &str = "fingerprints";
 
 /// Column families of the index store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Family {
+pub enum Column {
     /// Index metadata (parameters, format version, counters).
     Meta,
     /// Per-document records.
@@ -58,41 +58,41 @@ pub enum Family {
     Fingerprints,
 }
 
-impl Family {
-    /// Every family, in a fixed order (the order of [`Family::index`]).
-    pub const ALL: [Family; 7] = [
-        Family::Meta,
-        Family::Docs,
-        Family::Ids,
-        Family::AlgG,
-        Family::AlgH,
-        Family::Stage,
-        Family::Fingerprints,
+impl Column {
+    /// Every family, in a fixed order (the order of [`Column::index`]).
+    pub const ALL: [Column; 7] = [
+        Column::Meta,
+        Column::Docs,
+        Column::Ids,
+        Column::AlgG,
+        Column::AlgH,
+        Column::Stage,
+        Column::Fingerprints,
     ];
 
     /// The column family name used by RocksDB.
     pub fn name(self) -> &'static str {
         match self {
-            Family::Meta => CF_META,
-            Family::Docs => CF_DOCS,
-            Family::Ids => CF_IDS,
-            Family::AlgG => CF_ALG_G,
-            Family::AlgH => CF_ALG_H,
-            Family::Stage => CF_STAGE,
-            Family::Fingerprints => CF_FINGERPRINTS,
+            Column::Meta => CF_META,
+            Column::Docs => CF_DOCS,
+            Column::Ids => CF_IDS,
+            Column::AlgG => CF_ALG_G,
+            Column::AlgH => CF_ALG_H,
+            Column::Stage => CF_STAGE,
+            Column::Fingerprints => CF_FINGERPRINTS,
         }
     }
 
-    /// Position of the family in [`Family::ALL`].
+    /// Position of the family in [`Column::ALL`].
     pub fn index(self) -> usize {
         match self {
-            Family::Meta => 0,
-            Family::Docs => 1,
-            Family::Ids => 2,
-            Family::AlgG => 3,
-            Family::AlgH => 4,
-            Family::Stage => 5,
-            Family::Fingerprints => 6,
+            Column::Meta => 0,
+            Column::Docs => 1,
+            Column::Ids => 2,
+            Column::AlgG => 3,
+            Column::AlgH => 4,
+            Column::Stage => 5,
+            Column::Fingerprints => 6,
         }
     }
 }
@@ -148,7 +148,7 @@ pub enum BatchOp<'a> {
     /// Set `key` to `value` in `family`.
     Put {
         /// Target family.
-        family: Family,
+        family: Column,
         /// Key bytes.
         key: &'a [u8],
         /// Value bytes.
@@ -157,7 +157,7 @@ pub enum BatchOp<'a> {
     /// Remove `key` from `family` (no error if absent).
     Delete {
         /// Target family.
-        family: Family,
+        family: Column,
         /// Key bytes.
         key: &'a [u8],
     },
@@ -166,7 +166,7 @@ pub enum BatchOp<'a> {
 /// Position of one operation inside the batch buffer.
 #[derive(Debug, Clone, Copy)]
 struct OpRef {
-    family: Family,
+    family: Column,
     put: bool,
     start: usize,
     key_end: usize,
@@ -204,7 +204,7 @@ impl Batch {
     }
 
     /// Queues `key = value` in `f`.
-    pub fn put(&mut self, f: Family, key: &[u8], value: &[u8]) {
+    pub fn put(&mut self, f: Column, key: &[u8], value: &[u8]) {
         let start = self.data.len();
         self.data.extend_from_slice(key);
         let key_end = self.data.len();
@@ -219,7 +219,7 @@ impl Batch {
     }
 
     /// Queues the deletion of `key` in `f`.
-    pub fn delete(&mut self, f: Family, key: &[u8]) {
+    pub fn delete(&mut self, f: Column, key: &[u8]) {
         let start = self.data.len();
         self.data.extend_from_slice(key);
         let end = self.data.len();
@@ -275,10 +275,10 @@ impl Batch {
 /// a read lock during the scan).
 pub trait Store: Send + Sync {
     /// Reads the value of `key` in `family`.
-    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+    fn get(&self, family: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Reads many keys of one family at once (one batched lookup in RocksDB).
-    fn get_many(&self, family: Family, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    fn get_many(&self, family: Column, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         keys.iter().map(|k| self.get(family, k)).collect()
     }
 
@@ -293,7 +293,7 @@ pub trait Store: Send + Sync {
     /// An empty range (`lo >= hi`) visits nothing.
     fn scan(
         &self,
-        family: Family,
+        family: Column,
         lo: &[u8],
         hi: &[u8],
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
@@ -338,5 +338,5 @@ pub trait Store: Send + Sync {
     }
 
     /// Approximate (number of keys, bytes on disk or in memory) per family, for `index stats`.
-    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError>;
+    fn family_stats(&self, family: Column) -> Result<FamilyStats, StoreError>;
 }

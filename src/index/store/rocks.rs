@@ -1,4 +1,4 @@
-//! The RocksDB [`Store`]: one column family per [`Family`], the log written out on demand
+//! The RocksDB [`Store`]: one column family per [`Column`], the log written out on demand
 //! for decisions ([`Store::write_buffered`]).
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use rocksdb::{
 
 use super::*;
 
-/// RocksDB-backed [`Store`] with one column family per [`Family`].
+/// RocksDB-backed [`Store`] with one column family per [`Column`].
 ///
 /// The write-ahead log is on, so dropping the store loses nothing that
 /// [`Store::write`] acknowledged.
@@ -92,7 +92,7 @@ impl RocksStore {
         })?;
         let opts = options();
         // Every existing family must be opened too, or RocksDB refuses to open.
-        let mut names: Vec<String> = Family::ALL.iter().map(|f| f.name().to_owned()).collect();
+        let mut names: Vec<String> = Column::ALL.iter().map(|f| f.name().to_owned()).collect();
         if let Ok(existing) = DB::list_cf(&opts, path) {
             for name in existing {
                 if !names.contains(&name) {
@@ -109,7 +109,7 @@ impl RocksStore {
             path: path.to_path_buf(),
             secondary: false,
         };
-        for f in Family::ALL {
+        for f in Column::ALL {
             store.cf(f)?;
         }
         Ok(store)
@@ -156,9 +156,9 @@ impl RocksStore {
         };
         // a reader never reads the fingerprints, which an index made before format 6 lacks
         // until a writer opens it
-        for f in Family::ALL
+        for f in Column::ALL
             .into_iter()
-            .filter(|&f| f != Family::Fingerprints)
+            .filter(|&f| f != Column::Fingerprints)
         {
             store.cf(f)?;
         }
@@ -185,7 +185,7 @@ impl RocksStore {
         &self.path
     }
 
-    fn cf(&self, family: Family) -> Result<&ColumnFamily, StoreError> {
+    fn cf(&self, family: Column) -> Result<&ColumnFamily, StoreError> {
         self.db
             .cf_handle(family.name())
             .ok_or(StoreError::MissingFamily(family.name()))
@@ -197,7 +197,7 @@ impl Store for RocksStore {
         (!self.secondary).then_some(self.path.as_path())
     }
 
-    fn get_many(&self, family: Family, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
+    fn get_many(&self, family: Column, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>, StoreError> {
         let cf = self.cf(family)?;
         self.db
             .batched_multi_get_cf(cf, keys.iter().copied(), false)
@@ -213,13 +213,13 @@ impl Store for RocksStore {
         Ok(())
     }
 
-    fn get(&self, family: Family, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    fn get(&self, family: Column, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self.db.get_cf(self.cf(family)?, key)?)
     }
 
     fn scan(
         &self,
-        family: Family,
+        family: Column,
         lo: &[u8],
         hi: &[u8],
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
@@ -249,7 +249,7 @@ impl Store for RocksStore {
     }
 
     fn write_buffered(&self, batch: Batch) -> Result<(), StoreError> {
-        let mut cfs: [Option<&ColumnFamily>; Family::ALL.len()] = [None; Family::ALL.len()];
+        let mut cfs: [Option<&ColumnFamily>; Column::ALL.len()] = [None; Column::ALL.len()];
         // the batch's bytes and, for each operation, a tag, a family and two lengths: one
         // allocation, never grown
         let mut wb = WriteBatch::with_capacity_bytes(12 + batch.bytes() + 16 * batch.len());
@@ -272,7 +272,7 @@ impl Store for RocksStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.flush_wal()?;
-        for f in Family::ALL {
+        for f in Column::ALL {
             self.db.flush_cf(self.cf(f)?)?;
         }
         Ok(())
@@ -286,14 +286,14 @@ impl Store for RocksStore {
     }
 
     fn compact(&self) -> Result<(), StoreError> {
-        for f in Family::ALL {
+        for f in Column::ALL {
             self.db
                 .compact_range_cf(self.cf(f)?, None::<&[u8]>, None::<&[u8]>);
         }
         Ok(())
     }
 
-    fn family_stats(&self, family: Family) -> Result<FamilyStats, StoreError> {
+    fn family_stats(&self, family: Column) -> Result<FamilyStats, StoreError> {
         let cf = self.cf(family)?;
         let prop = |name: &str| -> Result<u64, StoreError> {
             Ok(self.db.property_int_value_cf(cf, name)?.unwrap_or(0))

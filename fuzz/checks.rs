@@ -4,8 +4,9 @@
 
 use std::sync::OnceLock;
 
-use neardup::dedup::{prepare, Deduplicator, PageRef};
+use neardup::dedup::{Deduplicator, PageRef};
 use neardup::index::{Batch, Column, DocRecord, Index, IndexParams, Method};
+use neardup::prepare::prepare;
 use neardup::signature::{SignatureConfig, Signer};
 
 fn signer() -> &'static Signer {

@@ -17,6 +17,8 @@ use crate::index::{IndexParams, Method};
 use crate::signature::{Content, Features, FingerprintKind, Measure, SignatureConfig};
 use crate::text::{Language, StripMode};
 
+/// `FromStr` of a setting's enum by its serde name, for the command line (the core's enums
+/// have theirs in the core).
 macro_rules! impl_from_str_serde {
     ($($t:ty),*) => {$(
         impl std::str::FromStr for $t {
@@ -28,7 +30,6 @@ macro_rules! impl_from_str_serde {
         }
     )*};
 }
-impl_from_str_serde!(Measure, StripMode, FingerprintKind, Content);
 
 /// Environment variables renamed with their flags (old, new): the old name is still read when
 /// the new one is not set.
@@ -107,11 +108,12 @@ pub struct SignatureOptions {
     /// [default: 64]
     #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
     pub sentence_sample: Option<u32>,
-    /// Revision of the text rules: 4 (a container named a dialog that is not rendered counts
-    /// against the main region), 3 (ARIA roles are container hints; a short page matches
-    /// across hosts only), 2 (link scopes of the HTML tree rules, pages in other languages
-    /// signed in their language) or 1 (as indexes made before them, which read as 1)
-    /// [default: 4]
+    /// Revision of the text rules: 5 (a page carries the identity of its whole visible text;
+    /// two pages of one identity are never kept apart), 4 (a container named a dialog that
+    /// is not rendered counts against the main region), 3 (ARIA roles are container hints; a
+    /// short page matches across hosts only), 2 (link scopes of the HTML tree rules, pages in
+    /// other languages signed in their language) or 1 (as indexes made before them, which
+    /// read as 1) [default: 5]
     #[arg(long, env = "NEARDUP_TEXT_RULES")]
     pub text_rules: Option<u32>,
 }

@@ -6,11 +6,12 @@
 //!
 //! # Layout
 //!
-//! - [`text`]: markup stripping into text blocks, tokens, stemming, stopword data (pure)
-//! - [`signature`]: SpotSigs, sentence shingles, fingerprints, similarity, result-set grouping (pure)
-//! - [`index`]: the storage interface (in-memory and RocksDB), alg.G, alg.H, exact-Jaccard
-//!   lists, the document store and the index format version
-//! - [`dedup`]: the [`dedup::Deduplicator`], the one entry point: page in, decision out
+//! The algorithm core is its own crate, `neardup-core` (`crates/neardup-core`), re-exported
+//! here under the same names: [`text`], [`signature`], [`index`] and [`dedup`]. Its
+//! manifest takes none of the crates below that do I/O, so Cargo holds the layering. The
+//! benchmarks are the `neardup-lab` crate (`crates/neardup-lab`), beside the product.
+//!
+//! - [`prepare`]: one input record decoded, validated and signed, off the deciding thread
 //! - [`record`]: page, tagged and dead-letter records, and the signed and changelog records
 //!   between the roles of a scaled-out stage, mirroring `schemas/`
 //! - [`config`]: one validated configuration from flags, `NEARDUP_*` variables and a TOML file
@@ -24,8 +25,8 @@
 //! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
 //! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
 //!   `/v1/explain`) of `run`, `replay` and `serve`
-//! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `bench`, `index`, `run`,
-//!   `replay`, `topics`, `serve`, `group`, `explain`)
+//! - [`cli`]: one module per subcommand (`sign`, `dedup`, `eval`, `index`, `run`, `replay`,
+//!   `topics`, `serve`, `group`, `explain`), and the configuration reference it generates
 //!
 //! # Architecture invariants
 //!
@@ -40,16 +41,15 @@
 //! - Decisions for one index are made one at a time (`&mut Deduplicator`), so two
 //!   near-duplicates in flight can never both be judged unique.
 
+pub use neardup_core::{dedup, index, signature, text};
+
 pub mod allocator;
 pub mod cli;
 pub mod config;
-pub mod dedup;
 pub mod http;
-pub mod index;
+pub mod prepare;
 pub mod record;
 pub mod serving;
 pub mod signals;
-pub mod signature;
 pub mod stage;
 pub mod telemetry;
-pub mod text;

@@ -868,35 +868,3 @@ fn tls_and_sasl_by_configuration_and_secrets_stay_out_of_logs_and_metrics() {
     assert_eq!(outs.len(), records.len(), "no repeats in one clean run");
     assert_eq!(decisions(&outs), file_mode(&records, d));
 }
-
-/// `neardup bench --stage-only` against the broker, at-least-once and exactly-once: the stage
-/// reads every record of the corpus (it fails otherwise) and reports its rates and latency.
-#[test]
-fn bench_stage_only_runs_against_the_broker_with_either_guarantee() {
-    let _g = serial();
-    let b = Broker::start();
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/pages.jsonl");
-    for guarantee in ["at-least-once", "exactly-once"] {
-        let out = output_ok(
-            neardup()
-                .args(["bench", "--corpus"])
-                .arg(&corpus)
-                .args(["--brokers", &b.addr(), "--stage-only", "--json"])
-                .args(["--guarantee", guarantee]),
-            &format!("bench --stage-only --guarantee {guarantee}"),
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-        let stage = if v["stage"].is_object() {
-            &v["stage"]
-        } else {
-            &v
-        };
-        assert_eq!(stage["records"], 13, "{v}");
-        assert!(
-            stage["stage_records_per_second"].as_f64().unwrap() > 0.0,
-            "{v}"
-        );
-        assert!(stage["latency_p99_ms"].as_f64().unwrap() > 0.0, "{v}");
-    }
-}

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use neardup::cli::bench_stage::cpu_seconds;
 
 const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
 

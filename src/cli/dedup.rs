@@ -19,8 +19,9 @@ use super::input::{self, Line};
 use crate::config::{
     self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions,
 };
-use crate::dedup::{Deduplicator, PageRef, Prepared};
+use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index};
+use crate::prepare::Prepared;
 use crate::record::{self, DeadLetter, Source};
 use crate::signature::Signer;
 
@@ -92,7 +93,7 @@ pub fn prepare(lines: &[Line], signer: &Signer, max_record_bytes: usize) -> Vec<
                     ),
                 });
             }
-            crate::dedup::prepare(&l.bytes, signer, max_record_bytes).0
+            crate::prepare::prepare(&l.bytes, signer, max_record_bytes).0
         })
         .collect()
 }

@@ -1,23 +1,16 @@
 //! The command line: one module per subcommand.
 
-pub mod bench;
-pub mod bench_index;
-pub mod bench_scaleout;
-pub mod bench_serve;
-pub mod bench_shards;
-pub mod bench_stage;
-pub mod bench_tables;
 pub mod dedup;
 pub mod eval;
 pub mod explain;
 pub mod group;
 pub mod index;
 pub mod input;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod serve;
 pub mod sign;
-pub mod synthetic;
 pub mod topics;
 
 use std::path::PathBuf;
@@ -49,8 +42,6 @@ pub enum Command {
     Sign(sign::SignArgs),
     /// Precision, recall and F1 on a labelled corpus, for each method × threshold
     Eval(eval::EvalArgs),
-    /// Throughput of each stage of the signing path and of the whole decision path
-    Bench(bench::BenchArgs),
     /// The Kafka stage: consume pages, produce tagged records to the unique / duplicate
     /// topics and bad records to the dead-letter topic, until SIGTERM
     Run(run::RunArgs),
@@ -89,7 +80,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Dedup(a) => dedup::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Sign(a) => sign::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a, &file).map(|_| ExitCode::SUCCESS),
-        Command::Bench(a) => bench::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Run(a) => run::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Replay(a) => run::replay(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),

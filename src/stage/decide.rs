@@ -14,8 +14,9 @@ use super::{
     now_secs, observe, position_bytes, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL,
     HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
 };
-use crate::dedup::{Deduplicator, PageRef, Prepared, WAL_BATCH};
+use crate::dedup::{Deduplicator, PageRef, WAL_BATCH};
 use crate::index::{DecisionKind, Index};
+use crate::prepare::Prepared;
 use crate::record::{self, changelog, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry as tm;
 

@@ -53,8 +53,8 @@ use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tracing::{error, info, warn};
 
 pub use crate::config::Role;
-use crate::dedup::{prepare, PrepareTimes, Prepared};
 use crate::http::{AppState, ServiceSlot};
+use crate::prepare::{prepare, PrepareTimes, Prepared};
 use crate::record::now_secs;
 use crate::record::signed::{signature_id, SignedRecord};
 use crate::telemetry::{self as tm, Health};

@@ -36,7 +36,20 @@ pub fn free_port() -> u16 {
 /// The script that runs one Apache Kafka broker in the foreground (its jars come from
 /// `bash scripts/install-deps.sh`).
 fn broker_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/kafka-broker.sh")
+    repo_root().join("scripts/kafka-broker.sh")
+}
+
+/// The repository's root (the tests of `neardup-lab` share this harness from below it).
+pub fn repo_root() -> PathBuf {
+    let mut p = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    while !p.join("scripts/kafka-broker.sh").exists() {
+        assert!(
+            p.pop(),
+            "no scripts/kafka-broker.sh above {}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+    }
+    p
 }
 
 /// TLS and SASL/SCRAM on a second listener: its port and the one user's credentials.
@@ -441,9 +454,24 @@ pub fn output_ok(cmd: &mut Command, what: &str) -> std::process::Output {
     out
 }
 
-/// The `neardup` binary under test.
+/// The `neardup` binary under test (from the benchmarks' tests: the one built beside
+/// `neardup-lab`).
 pub fn neardup() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_neardup"))
+    Command::new(match option_env!("CARGO_BIN_EXE_neardup") {
+        Some(exe) => PathBuf::from(exe),
+        None => lab_binary().with_file_name("neardup"),
+    })
+}
+
+/// The `neardup-lab` binary (in its own crate's tests; from the product's tests, where it
+/// is not built, the name it would have beside `neardup`).
+#[allow(dead_code)]
+pub fn lab_binary() -> PathBuf {
+    match option_env!("CARGO_BIN_EXE_neardup-lab") {
+        Some(exe) => PathBuf::from(exe),
+        None => PathBuf::from(option_env!("CARGO_BIN_EXE_neardup").unwrap_or("neardup"))
+            .with_file_name("neardup-lab"),
+    }
 }
 
 /// A running stage process.
@@ -792,9 +820,7 @@ pub fn broker_with_topics() -> Broker {
 
 /// The validator of `schemas/NAME`.
 pub fn validator(name: &str) -> jsonschema::Validator {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schemas")
-        .join(name);
+    let path = repo_root().join("schemas").join(name);
     let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     jsonschema::validator_for(&schema).unwrap()
 }
@@ -859,4 +885,20 @@ pub fn stop_and_check_exactly_once<'a>(
     }
     check_exactly_once(&outs, &ids);
     (outs, ids)
+}
+
+/// CPU seconds (user and system) of a process, or of this one; `None` where `/proc` cannot
+/// tell.
+#[allow(dead_code)]
+pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/stat"),
+        None => "/proc/self/stat".to_string(),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // the fields after the command name, which is in parentheses and may hold spaces
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }

@@ -1,4 +1,4 @@
-//! `neardup bench scaleout --brokers ADDR --corpus FILE`: the roles of docs/dev/architecture.md §6 as
+//! `neardup-lab scaleout --brokers ADDR --corpus FILE`: the roles of docs/dev/architecture.md §6 as
 //! separate processes through a broker, on the same pages:
 //!
 //! 1. throughput of one signer process, then of two, signing the loaded input topic into a
@@ -21,17 +21,18 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
-use super::bench_stage::{cpu_seconds, create_topics, load_lines, produce, settings};
-use super::synthetic::{Generator, Synth};
+use crate::bench_stage::{cpu_seconds, create_topics, load_lines, produce, settings};
 use crate::config::Role;
-use crate::dedup::{prepare, Deduplicator, PageRef, Prepared};
+use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{Index, IndexParams};
+use crate::prepare::{prepare, Prepared};
 use crate::record::changelog;
 use crate::record::signed::{signature_id, Consumed, SignedRecord};
 use crate::record::{Page, ValidPage};
 use crate::stage::{self, Mode, StageSettings};
+use crate::synthetic::{Generator, Synth};
 
-/// Arguments of `neardup bench scaleout`.
+/// Arguments of `neardup-lab scaleout`.
 #[derive(Args, Debug)]
 pub struct BenchScaleoutArgs {
     /// Bootstrap brokers (topics named neardup-scaleout-* are created)
@@ -53,7 +54,7 @@ pub struct BenchScaleoutArgs {
     #[arg(long)]
     pub broker_pid: Option<u32>,
     /// Signed records of the decider's run: synthetic pages with the signature statistics of
-    /// real ones (`neardup bench index`'s generator), 20 % edited copies
+    /// real ones (`neardup-lab index`'s generator), 20 % edited copies
     #[arg(long, default_value_t = 200_000)]
     pub decider_records: usize,
     /// Only the latency run, fed at this many pages a second (the full benchmark feeds it
@@ -297,7 +298,7 @@ impl Drop for Proc {
 }
 
 fn spawn(args: &[String], log: &Path) -> Result<Proc> {
-    let exe = std::env::current_exe().context("the neardup binary")?;
+    let exe = crate::neardup_binary()?;
     let f = std::fs::File::create(log)?;
     let child = Command::new(exe)
         .args(args)
@@ -475,7 +476,7 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
         .filter(|l| crate::record::decode_page(l, usize::MAX).is_ok())
         .count();
     eprintln!(
-        "neardup bench scaleout: latency run, {} records ({valid} valid), fed at {feed:.0} pages/s{}",
+        "neardup-lab scaleout: latency run, {} records ({valid} valid), fed at {feed:.0} pages/s{}",
         lines.len(),
         match a.pin {
             Some(Role::All) => ", the single process on a core of its own".to_string(),
@@ -543,7 +544,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
     let (fill, measured) = (a.decider_indexed, a.decider_records);
     let total = fill + measured;
     eprintln!(
-        "neardup bench scaleout --decider-only: {fill} pages, then {measured} measured, {}",
+        "neardup-lab scaleout --decider-only: {fill} pages, then {measured} measured, {}",
         a.guarantee.as_str()
     );
     let mut synth = synthetic_signed(total, &params)?;
@@ -611,7 +612,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
             .flat_map(|p| ["--kafka-property".to_string(), p.clone()]),
     )
     .collect();
-    let exe = std::env::current_exe().context("the neardup binary")?;
+    let exe = crate::neardup_binary()?;
     let log = dir.path().join("decider.log");
     let mut cmd = Command::new(exe);
     cmd.args(&args)
@@ -914,7 +915,7 @@ fn latency_run(
     Ok((sig_sum.hops, dec_sum.hops))
 }
 
-/// Runs `neardup bench scaleout`.
+/// Runs `neardup-lab scaleout`.
 pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
     // checked before the first runs, not when the latency run comes to it
     check_pin(&a)?;
@@ -927,7 +928,7 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
     let b = a.brokers.as_str();
     let run = format!("neardup-scaleout-{}", std::process::id());
     let t = |s: &str| format!("{run}-{s}");
-    eprintln!("neardup bench scaleout: {n} records, broker {b}");
+    eprintln!("neardup-lab scaleout: {n} records, broker {b}");
     let params = IndexParams::default();
     let (signed_mean, no_text_mean, changelog_mean) = record_sizes(&lines, &params)?;
     let page_mean = lines.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1) as f64;

@@ -1,4 +1,4 @@
-//! `neardup bench --brokers ADDR`: the Kafka stage against file mode on the same pages, in
+//! `neardup-lab --brokers ADDR`: the Kafka stage against file mode on the same pages, in
 //! the same run: throughput of `neardup dedup`, of the stage (the replay pipeline, bounded),
 //! and the consume → acknowledged latency of `neardup run` fed at 80 % of the stage's rate.
 
@@ -12,13 +12,13 @@ use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde::Serialize;
 
-use super::input;
 use crate::config::{
     DedupOptions, DetectOptions, FileConfig, Guarantee, KafkaOptions, MethodOptions, ReplayOptions,
     Role, SignatureOptions, StageOptions,
 };
 use crate::index::IndexParams;
 use crate::stage::{self, Mode, StageSettings};
+use neardup::cli::input;
 
 /// What the stage benchmark measured.
 #[derive(Debug, Serialize)]
@@ -231,7 +231,7 @@ pub(super) fn load_lines(
     Ok(lines)
 }
 
-/// What the stage benchmark is run on (the options of `neardup bench` it reads).
+/// What the stage benchmark is run on (the options of `neardup-lab` it reads).
 pub struct StageBenchArgs<'a> {
     /// Page JSONL.
     pub corpus: &'a Path,
@@ -267,7 +267,7 @@ pub fn run(
     let megabytes = lines.iter().map(|l| l.len() + 1).sum::<usize>() as f64 / 1e6;
     let dir = tempfile::tempdir()?;
     eprintln!(
-        "neardup bench (stage): {} records, {megabytes:.1} MB, broker {brokers}",
+        "neardup-lab (stage): {} records, {megabytes:.1} MB, broker {brokers}",
         lines.len()
     );
 
@@ -275,8 +275,8 @@ pub fn run(
     let jsonl = dir.path().join("corpus.jsonl");
     std::fs::write(&jsonl, lines.join(&b'\n')).context("write the corpus copy")?;
     let cpu0 = cpu_seconds(None);
-    let dedup = super::dedup::run(
-        super::dedup::DedupArgs {
+    let dedup = neardup::cli::dedup::run(
+        neardup::cli::dedup::DedupArgs {
             input: jsonl.clone(),
             io: DedupOptions {
                 index: Some(dir.path().join("dedup-index")),

@@ -1,5 +1,5 @@
-//! `neardup bench shards`: a simulation of the sharded decider of the design note
-//! (docs/scale-out.md, *Past one decider*), in one process, on the synthetic stream of `neardup bench index`.
+//! `neardup-lab shards`: a simulation of the sharded decider of the design note
+//! (docs/scale-out.md, *Past one decider*), in one process, on the synthetic stream of `neardup-lab index`.
 //!
 //! Every shard sees every signed page in stream order and owns the pages whose id hashes to
 //! it. For each page a shard (1) returns every page it owns that reaches τ (its *votes*: the
@@ -25,11 +25,11 @@ use clap::Args;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
-use super::synthetic::{Generator, Synth};
 use crate::dedup::{Deduplicator, PageRef, PairRule};
 use crate::index::{Candidate, Decision, DecisionKind, DocRecord, Index, IndexParams};
+use crate::synthetic::{Generator, Synth};
 
-/// Arguments of `neardup bench shards`.
+/// Arguments of `neardup-lab shards`.
 #[derive(Args, Debug)]
 pub struct BenchShardsArgs {
     /// Pages in the stream

@@ -1,4 +1,4 @@
-//! `neardup bench`: throughput of each stage of the signing path over a corpus, next to a
+//! `neardup-lab`: throughput of each stage of the signing path over a corpus, next to a
 //! floor (one pass that only separates tags from text), on one core and on all cores, and
 //! of the whole decision path.
 
@@ -10,15 +10,16 @@ use clap::Args;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::input;
 use crate::config::{self, DetectOptions, FileConfig, MethodOptions, SignatureOptions};
-use crate::dedup::{prepare, Deduplicator, PageRef};
+use crate::dedup::{Deduplicator, PageRef};
 use crate::index::Index;
+use crate::prepare::prepare;
 use crate::record::decode_page;
 use crate::signature::{Signed, Signer};
 use crate::text::{self, StripMode, StripOptions, Tokens};
+use neardup::cli::input;
 
-/// Arguments of `neardup bench`.
+/// Arguments of `neardup-lab`.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
@@ -73,19 +74,19 @@ pub struct BenchArgs {
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
     /// The index at scale: N synthetic pages with the statistics of real ones, per method
-    Index(super::bench_index::BenchIndexArgs),
+    Index(crate::bench_index::BenchIndexArgs),
     /// Serving: result sets of ids through POST /v1/group, in the handler and over HTTP,
     /// cached and uncached
-    Serve(super::bench_serve::BenchServeArgs),
+    Serve(crate::bench_serve::BenchServeArgs),
     /// Scale-out through a broker: one vs two signer processes, the decider fed from a
     /// pre-filled signed topic, record sizes, restoring an index from the changelog
-    Scaleout(super::bench_scaleout::BenchScaleoutArgs),
+    Scaleout(crate::bench_scaleout::BenchScaleoutArgs),
     /// A simulation of the sharded decider: S shards each probing the pages they own, an
     /// aggregator deciding; checks the decisions against one decider and projects the rate
-    Shards(super::bench_shards::BenchShardsArgs),
+    Shards(crate::bench_shards::BenchShardsArgs),
     /// alg.G's and alg.H's in-memory tables alone, fingerprints and document numbers only,
     /// to 100M pages and beyond
-    Tables(super::bench_tables::BenchTablesArgs),
+    Tables(crate::bench_tables::BenchTablesArgs),
 }
 
 #[derive(Deserialize)]
@@ -136,9 +137,9 @@ pub fn floor_pass(html: &str) -> usize {
     text
 }
 
-/// The options of `neardup bench` the stage benchmark reads.
-fn stage_args(args: &BenchArgs) -> Result<super::bench_stage::StageBenchArgs<'_>> {
-    Ok(super::bench_stage::StageBenchArgs {
+/// The options of `neardup-lab` the stage benchmark reads.
+fn stage_args(args: &BenchArgs) -> Result<crate::bench_stage::StageBenchArgs<'_>> {
+    Ok(crate::bench_stage::StageBenchArgs {
         corpus: args
             .corpus
             .as_deref()
@@ -155,44 +156,44 @@ fn stage_args(args: &BenchArgs) -> Result<super::bench_stage::StageBenchArgs<'_>
     })
 }
 
-/// Runs `neardup bench`.
+/// Runs `neardup-lab`.
 pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     match args.command {
         Some(BenchCommand::Index(a)) => {
-            super::bench_index::run(a)?;
+            crate::bench_index::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Tables(a)) => {
-            super::bench_tables::run(a)?;
+            crate::bench_tables::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Serve(a)) => {
-            super::bench_serve::run(a)?;
+            crate::bench_serve::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Shards(a)) => {
-            super::bench_shards::run(a)?;
+            crate::bench_shards::run(a)?;
             return Ok(Vec::new());
         }
         Some(BenchCommand::Scaleout(a)) => {
             if a.decider_only {
-                let r = super::bench_scaleout::run_decider(&a)?;
+                let r = crate::bench_scaleout::run_decider(&a)?;
                 println!("{}", serde_json::to_string_pretty(&r)?);
                 return Ok(Vec::new());
             }
             if let Some(feed) = a.latency_only {
-                let r = super::bench_scaleout::run_latency(&a, feed)?;
+                let r = crate::bench_scaleout::run_latency(&a, feed)?;
                 println!("{}", serde_json::to_string_pretty(&r)?);
                 return Ok(Vec::new());
             }
-            let r = super::bench_scaleout::run(a)?;
+            let r = crate::bench_scaleout::run(a)?;
             println!("{}", serde_json::to_string_pretty(&r)?);
             return Ok(Vec::new());
         }
         None => {}
     }
     let Some(corpus) = args.corpus.clone() else {
-        anyhow::bail!("neardup bench needs --corpus FILE (or the subcommand `index`)");
+        anyhow::bail!("neardup-lab needs --corpus FILE, or a benchmark: index, tables, serve, scaleout, shards");
     };
     let params = config::index_params(
         &args.signature,
@@ -202,7 +203,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         file,
     )?;
     if let (Some(b), true) = (&args.brokers, args.stage_only) {
-        let r = super::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
+        let r = crate::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(Vec::new());
     }
@@ -252,7 +253,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     };
     if !args.json {
         eprintln!(
-            "neardup bench: {} pages, {:.1} MB of HTML",
+            "neardup-lab: {} pages, {:.1} MB of HTML",
             pages.len(),
             bytes as f64 / 1e6
         );
@@ -429,7 +430,7 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
         return Err(e.into());
     }
     if let Some(b) = &args.brokers {
-        let r = super::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
+        let r = crate::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
         println!("{}", serde_json::to_string_pretty(&r)?);
     }
     Ok(rows)

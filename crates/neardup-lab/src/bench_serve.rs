@@ -1,4 +1,4 @@
-//! `neardup bench serve`: folding result sets of ids from an index, as a search front end
+//! `neardup-lab serve`: folding result sets of ids from an index, as a search front end
 //! asks for it. Result sets hold near-duplicate pairs (a duplicate and its canonical page)
 //! at a chosen share and unique pages for the rest, in random order. Phases:
 //!
@@ -23,13 +23,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde::Serialize;
 
-use super::synthetic::Rng;
 use crate::http::{self, AppState, HttpLimits};
 use crate::index::DecisionKind;
 use crate::serving::{GroupRequest, GroupResponse, Item, Limits, Service};
+use crate::synthetic::Rng;
 use crate::telemetry::Health;
 
-/// Arguments of `neardup bench serve`.
+/// Arguments of `neardup-lab serve`.
 #[derive(Args, Debug)]
 pub struct BenchServeArgs {
     /// Index directory (read only)
@@ -51,7 +51,7 @@ pub struct BenchServeArgs {
     #[arg(long, default_value_t = 200)]
     pub cached_sets: usize,
     /// Block cache of the reading process in MiB (as `neardup serve --block-cache-mib`)
-    #[arg(long, default_value_t = super::serve::DEFAULT_BLOCK_CACHE_MIB)]
+    #[arg(long, default_value_t = neardup::cli::serve::DEFAULT_BLOCK_CACHE_MIB)]
     pub block_cache_mib: usize,
     /// Pages whose signatures the server keeps in memory (as `--signature-cache-entries`)
     #[arg(long, default_value_t = 100_000)]
@@ -156,12 +156,12 @@ fn result_set(
     }
 }
 
-/// Runs `neardup bench serve`.
+/// Runs `neardup-lab serve`.
 pub fn run(a: BenchServeArgs) -> Result<()> {
     if a.items == 0 || a.requests == 0 || a.connections == 0 || a.server_threads == 0 {
         bail!("items, requests, connections and server-threads must be at least 1");
     }
-    let (reader, _own) = super::serve::open_follower(&a.index, a.block_cache_mib)?;
+    let (reader, _own) = neardup::cli::serve::open_follower(&a.index, a.block_cache_mib)?;
     let (mut uniques, mut dups) = (Vec::new(), Vec::new());
     let t = Instant::now();
     reader.for_each_doc(&mut |rec| {
@@ -180,7 +180,7 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
         bail!("{} holds no unique page", a.index.display());
     }
     eprintln!(
-        "neardup bench serve: {} unique pages, {} duplicates with their canonical page, read in {:.1} s",
+        "neardup-lab serve: {} unique pages, {} duplicates with their canonical page, read in {:.1} s",
         uniques.len(),
         dups.len(),
         t.elapsed().as_secs_f64()
@@ -217,7 +217,7 @@ pub fn run(a: BenchServeArgs) -> Result<()> {
     let t = Instant::now();
     let preloaded = service.preload(&|| false)?;
     eprintln!(
-        "neardup bench serve: {preloaded} pages' signatures preloaded in {:.1} s (cache of {})",
+        "neardup-lab serve: {preloaded} pages' signatures preloaded in {:.1} s (cache of {})",
         t.elapsed().as_secs_f64(),
         a.signature_cache_entries
     );

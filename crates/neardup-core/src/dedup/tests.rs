@@ -2,12 +2,12 @@ use super::*;
 use crate::index::{DecisionKind, Found, Index, IndexParams, Method};
 use crate::signature::{Family, TEXT_RULES};
 
-const RIVER: &str = include_str!("../../tests/data/story-river.html");
-const RIVER_B: &str = include_str!("../../tests/data/story-river-other-template.html");
-const RIVER_EDITED: &str = include_str!("../../tests/data/story-river-edited.html");
-const SCHOOL: &str = include_str!("../../tests/data/story-school.html");
-const MARKET: &str = include_str!("../../tests/data/story-market.html");
-const NAV: &str = include_str!("../../tests/data/nav-only.html");
+const RIVER: &str = include_str!("../../../../tests/data/story-river.html");
+const RIVER_B: &str = include_str!("../../../../tests/data/story-river-other-template.html");
+const RIVER_EDITED: &str = include_str!("../../../../tests/data/story-river-edited.html");
+const SCHOOL: &str = include_str!("../../../../tests/data/story-school.html");
+const MARKET: &str = include_str!("../../../../tests/data/story-market.html");
+const NAV: &str = include_str!("../../../../tests/data/nav-only.html");
 
 fn page(id: &str) -> PageRef<'_> {
     PageRef {

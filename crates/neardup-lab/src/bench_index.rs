@@ -1,4 +1,4 @@
-//! `neardup bench index`: builds indexes of N synthetic pages (see [`super::synthetic`]) and
+//! `neardup-lab index`: builds indexes of N synthetic pages (see [`crate::synthetic`]) and
 //! reports, per N and method, one deciding thread: sustained decisions per second over the
 //! last 10 % of N, decision latency percentiles, bytes per document on disk per column
 //! family, memory, build time, and the share of true near-copies found.
@@ -14,13 +14,13 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::bench_stage::cpu_seconds;
-use super::synthetic::{set_stats, Generator, SetStats, Synth};
+use crate::bench_stage::cpu_seconds;
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index, IndexParams, Method};
 use crate::signature::{SignatureConfig, Signer};
+use crate::synthetic::{set_stats, Generator, SetStats, Synth};
 
-/// Arguments of `neardup bench index`.
+/// Arguments of `neardup-lab index`.
 #[derive(Args, Debug, Clone)]
 pub struct BenchIndexArgs {
     /// Index sizes, comma-separated (e.g. 100000,1000000,10000000)
@@ -33,7 +33,7 @@ pub struct BenchIndexArgs {
     /// removed after it)
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Keep each run's index as DIR/index-METHOD-N (for `neardup bench serve`, `serve`,
+    /// Keep each run's index as DIR/index-METHOD-N (for `neardup-lab serve`, `serve`,
     /// `explain`) instead of removing it
     #[arg(long, requires = "dir")]
     pub keep: bool,
@@ -378,7 +378,7 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
 fn calibrate(path: &Path) -> Result<()> {
     let params = IndexParams::default();
     let signer = Signer::new(&params.signature)?;
-    let mut reader = super::input::open(path)?;
+    let mut reader = neardup::cli::input::open(path)?;
     let mut sets: Vec<Vec<u32>> = Vec::new();
     let mut line = String::new();
     #[derive(Deserialize)]
@@ -420,7 +420,7 @@ fn calibrate(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `neardup bench index`.
+/// Runs `neardup-lab index`.
 pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
     if let Some(path) = &args.calibrate {
         calibrate(path)?;
@@ -462,7 +462,7 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
     for &n in &args.docs {
         for m in &args.methods {
             let mut cmd = Command::new(&exe);
-            cmd.args(["bench", "index", "--single", "--json"])
+            cmd.args(["index", "--single", "--json"])
                 .arg("--docs")
                 .arg(n.to_string())
                 .arg("--methods")

@@ -1,4 +1,4 @@
-//! `neardup bench tables`: alg.G's and alg.H's in-memory tables alone, at sizes where whole
+//! `neardup-lab tables`: alg.G's and alg.H's in-memory tables alone, at sizes where whole
 //! documents would not fit the machine (100M pages): the fingerprints and document numbers
 //! only, no records, no RocksDB.
 //!
@@ -20,12 +20,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::bench_index::{status_kib, Latency};
+use crate::bench_index::{status_kib, Latency};
 use crate::index::alg_g::AlgG;
 use crate::index::alg_h::AlgH;
 use crate::index::fptables::FpTables;
 
-/// Arguments of `neardup bench tables`.
+/// Arguments of `neardup-lab tables`.
 #[derive(Args, Debug, Clone)]
 pub struct BenchTablesArgs {
     /// Sizes, comma-separated (e.g. 1000000,10000000,100000000)
@@ -187,7 +187,7 @@ pub fn run_one(method: &str, n: u64, args: &BenchTablesArgs) -> Result<TablesRow
     Ok(row)
 }
 
-/// Runs `neardup bench tables`.
+/// Runs `neardup-lab tables`.
 pub fn run(args: BenchTablesArgs) -> Result<Vec<TablesRow>> {
     if !(0.0..=1.0).contains(&args.copy_rate) {
         bail!("copy rate must be within [0, 1] (got {})", args.copy_rate);
@@ -212,11 +212,11 @@ pub fn run(args: BenchTablesArgs) -> Result<Vec<TablesRow>> {
     for &n in &args.docs {
         for m in &args.methods {
             let out = Command::new(&exe)
-                .args(["bench", "tables", "--single", "--json", "--docs"])
+                .args(["tables", "--single", "--json", "--docs"])
                 .arg(n.to_string())
                 .arg("--methods")
                 .arg(m)
-                .arg("--hamming-radius")
+                .arg("--rh")
                 .arg(args.rh.to_string())
                 .arg("--copy-rate")
                 .arg(args.copy_rate.to_string())

@@ -2,7 +2,7 @@
 //! top `bits` bits, set while any signature of the group has an entry in the lists.
 //!
 //! A query reads the list of every one of its signatures, and most of them have none: on
-//! the synthetic stream of `neardup bench index` four occurrences in five are of a
+//! the synthetic stream of `neardup-lab index` four occurrences in five are of a
 //! signature no page has had before. Without this map each such probe costs the misses of
 //! a list lookup (the shard's header, the line its search starts from, the buffer of new
 //! entries); with it, one line of a bitmap answers "no list" for all but the groups that

@@ -7,11 +7,11 @@ use std::io::BufRead;
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use neardup::cli::bench::floor_pass;
 use neardup::signature::{
     fingerprint, group, similarity_at_least, spotsigs, Measure, SignatureConfig, Signer, SpotParams,
 };
 use neardup::text::{strip, StripMode, StripOptions, Tokens};
+use neardup_lab::bench::floor_pass;
 
 const PAGES: usize = 300;
 

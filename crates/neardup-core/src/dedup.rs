@@ -22,13 +22,11 @@
 //! the footer's prose), so another page of the site shares it whatever it is about.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use crate::index::freq::host_hash;
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method, SigDelta,
 };
-use crate::record::{decode_page, BadRecord, ValidPage};
 use crate::signature::{
     length_bound, mass, similarity, similarity_at_least, template, Signatures, Signed, Signer,
 };
@@ -60,48 +58,6 @@ pub struct PageRef<'a> {
     pub url: &'a str,
     /// First-seen time, Unix seconds (the caller's clock or the fetch time).
     pub first_seen: i64,
-}
-
-/// A decoded and signed input record, or why it is bad.
-pub enum Prepared {
-    /// A valid page and its signatures.
-    Page(Box<(ValidPage, Signed)>),
-    /// A record that cannot be processed.
-    Bad(BadRecord),
-    /// An empty record (whitespace only).
-    Blank,
-}
-
-/// Where the time of [`prepare`] went.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PrepareTimes {
-    /// Decoding and validating the record.
-    pub decode: Duration,
-    /// Stripping the markup.
-    pub strip: Duration,
-    /// Tokens, signatures and the fingerprint.
-    pub sign: Duration,
-}
-
-/// Decodes, validates and signs one input record (pure; run it on any thread).
-pub fn prepare(bytes: &[u8], signer: &Signer, max_record_bytes: usize) -> (Prepared, PrepareTimes) {
-    let mut times = PrepareTimes::default();
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return (Prepared::Blank, times);
-    }
-    let started = Instant::now();
-    let decoded = decode_page(bytes, max_record_bytes);
-    times.decode = started.elapsed();
-    match decoded {
-        Ok(p) => {
-            let started = Instant::now();
-            let (signed, strip) = signer.sign_timed(&p.page.html);
-            times.strip = strip;
-            times.sign = started.elapsed().saturating_sub(strip);
-            (Prepared::Page(Box::new((p, signed))), times)
-        }
-        Err(bad) => (Prepared::Bad(bad), times),
-    }
 }
 
 /// Decides pages against one index.

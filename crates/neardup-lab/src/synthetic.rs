@@ -1,7 +1,7 @@
 //! A synthetic stream of signed pages with the statistics of real ones, for the index
 //! benchmark at sizes no labelled corpus reaches (10M documents).
 //!
-//! The model, and where each number comes from (`neardup bench index --calibrate FILE`
+//! The model, and where each number comes from (`neardup-lab index --calibrate FILE`
 //! measures them again on any page corpus):
 //!
 //! - **Signatures per page**: drawn from the empirical distribution of distinct SpotSigs
@@ -31,7 +31,7 @@ use crate::signature::{fingerprint, FingerprintKind, Signatures, Signed};
 
 /// Distinct signatures per judged page of `goldstyle-dev.jsonl.gz` (3,424 pages with at
 /// least 10, mean 138.7), as `(quantile, signatures)`; measured with
-/// `neardup bench index --calibrate`.
+/// `neardup-lab index --calibrate`.
 pub const SIZE_QUANTILES: &[(f64, f64)] = &[
     (0.0, 10.0),
     (0.05, 15.0),

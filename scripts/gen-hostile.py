@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STOPWORDS = ROOT / "src" / "text" / "stopwords" / "english.txt"
+STOPWORDS = ROOT / "crates" / "neardup-core" / "src" / "text" / "stopwords" / "english.txt"
 BIG_PAGE_BYTES = 50_000_000
 BASE_TIME = 1_795_161_600  # 2026-11-20T00:00:00Z
 

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::{IndexParams, Method};
 use crate::signature::{Content, Features, FingerprintKind, Measure, SignatureConfig};
+/// How logs are written (the telemetry layer's setting).
+pub use crate::telemetry::LogFormat;
 use crate::text::{Language, StripMode};
 
 /// `FromStr` of a setting's enum by its serde name, for the command line (the core's enums
@@ -390,20 +392,6 @@ impl KafkaOptions {
         self
     }
 }
-
-/// How logs are written.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum LogFormat {
-    /// JSON lines unless stderr is a terminal.
-    #[default]
-    Auto,
-    /// JSON lines.
-    Json,
-    /// Human-readable lines.
-    Text,
-}
-impl_from_str_serde!(LogFormat);
 
 /// What a `neardup run` process does (docs/dev/architecture.md §6).
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq, Default)]

@@ -302,3 +302,146 @@ async fn explain(
     observe("explain", started, &r);
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use crate::dedup::{Deduplicator, PageRef};
+    use crate::index::{Index, IndexParams};
+    use crate::serving::Limits;
+
+    const RIVER: &str = include_str!("../tests/data/story-river.html");
+    const RIVER_EDITED: &str = include_str!("../tests/data/story-river-edited.html");
+    const SCHOOL: &str = include_str!("../tests/data/story-school.html");
+
+    fn app(health: Health, service: Option<Arc<Service>>, limits: HttpLimits) -> Router {
+        let state = AppState {
+            health: Arc::new(health),
+            metrics: metrics_exporter_prometheus::PrometheusBuilder::new()
+                .build_recorder()
+                .handle(),
+            service: Arc::new(RwLock::new(service)),
+        };
+        router(state, limits)
+    }
+
+    async fn call(app: &Router, req: Request<Body>) -> (StatusCode, String) {
+        let r = app.clone().oneshot(req).await.unwrap();
+        let code = r.status();
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        (code, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    fn get(uri: &str) -> Request<Body> {
+        Request::get(uri).body(Body::empty()).unwrap()
+    }
+
+    fn post(uri: &str, body: impl Into<Body>) -> Request<Body> {
+        Request::post(uri)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body.into())
+            .unwrap()
+    }
+
+    /// Three pages decided (one a near-duplicate of the first), and the service over them.
+    fn service() -> Arc<Service> {
+        let mut dd = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+        for (id, html) in [
+            ("river", RIVER),
+            ("school", SCHOOL),
+            ("river-edited", RIVER_EDITED),
+        ] {
+            let page = PageRef {
+                id,
+                url: "https://t.test/",
+                first_seen: 0,
+            };
+            dd.process(page, html).unwrap();
+        }
+        Arc::new(Service::new(dd.index().reader(), Limits::default()).unwrap())
+    }
+
+    /// Before the index is open the server is alive, not ready (with the reason), and has
+    /// no service to group with; an unknown path and a wrong method are answered as such.
+    #[tokio::test]
+    async fn before_the_index_opens() {
+        let app = app(Health::serving(), None, HttpLimits::default());
+        assert_eq!(
+            call(&app, get("/healthz")).await,
+            (StatusCode::OK, "ok\n".into())
+        );
+        let (code, why) = call(&app, get("/readyz")).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!why.trim().is_empty() && why.trim() != "ready", "{why}");
+        let (code, body) = call(&app, post("/v1/group", r#"{"items":["river"]}"#)).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        let (code, body) = call(&app, get("/nowhere")).await;
+        assert_eq!(code, StatusCode::NOT_FOUND);
+        assert!(body.contains("\"not_found\""), "{body}");
+        let (code, _) = call(&app, get("/v1/group")).await;
+        assert_eq!(code, StatusCode::METHOD_NOT_ALLOWED);
+        let (code, body) = call(&app, get("/metrics")).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+    }
+
+    /// Once open: ready, a result set folded, a decision explained, and bad requests
+    /// answered with their kind (bad JSON 400, an unknown id 404, a body over the limit
+    /// 413).
+    #[tokio::test]
+    async fn grouping_and_explaining_through_the_routes() {
+        let health = Health::serving();
+        health
+            .index_open
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let limits = HttpLimits {
+            max_body_bytes: 4096,
+            ..HttpLimits::default()
+        };
+        let app = app(health, Some(service()), limits);
+        assert_eq!(
+            call(&app, get("/readyz")).await,
+            (StatusCode::OK, "ready\n".into())
+        );
+
+        let (code, body) = call(
+            &app,
+            post(
+                "/v1/group",
+                r#"{"items":["river","school","river-edited","gone"]}"#,
+            ),
+        )
+        .await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["items"], 4);
+        assert_eq!(v["unknown"], serde_json::json!(["gone"]));
+        let groups = v["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1, "{body}");
+        assert_eq!(groups[0]["representative"]["id"], "river", "{body}");
+        let members: Vec<&str> = groups[0]["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["id"].as_str())
+            .collect();
+        assert_eq!(members, ["river-edited"], "{body}");
+
+        let (code, body) = call(&app, get("/v1/explain/river-edited")).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let x: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(x["decision"], "duplicate", "{body}");
+        let (code, _) = call(&app, get("/v1/explain/never-seen")).await;
+        assert_eq!(code, StatusCode::NOT_FOUND);
+
+        let (code, body) = call(&app, post("/v1/group", "{not json")).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
+        let big = format!(r#"{{"items":[{{"text":"{}"}}]}}"#, "word ".repeat(2000));
+        let (code, body) = call(&app, post("/v1/group", big)).await;
+        assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    }
+}

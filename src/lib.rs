@@ -20,8 +20,11 @@
 //!   the Deduplicator and decides nothing itself
 //! - [`serving`]: folding the near-duplicates of a result set and explaining a decision,
 //!   over an index reader (pure of HTTP)
-//! - [`signals`]: stop signals, caught from before `main`; [`allocator`]: huge pages for
-//!   the heap (the binary starts itself again with the allocator's tunable)
+//! - [`shutdown`]: the stop handle the stage, the HTTP server and the index's opening take
+//!   (`stage::run(settings, shutdown)`); `main` makes the one stop signals trigger
+//! - [`signals`]: stop signals, caught from before `main`, read by `main` only (through
+//!   [`shutdown::Shutdown::on_signals`]); [`allocator`]: huge pages for the heap (the binary
+//!   starts itself again with the allocator's tunable)
 //! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
 //! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
 //!   `/v1/explain`) of `run`, `replay` and `serve`
@@ -50,6 +53,7 @@ pub mod http;
 pub mod prepare;
 pub mod record;
 pub mod serving;
+pub mod shutdown;
 pub mod signals;
 pub mod stage;
 pub mod telemetry;

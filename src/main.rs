@@ -18,7 +18,12 @@ fn main() -> ExitCode {
     neardup::allocator::after_exec();
     neardup::config::read_renamed_variables();
     let cli = neardup::cli::Cli::parse();
-    match neardup::cli::run(cli) {
+    // the one place that reads stop signals: the commands that stop cleanly get their
+    // handle, the others the signals' default action
+    if !neardup::cli::stops_cleanly(&cli) {
+        neardup::signals::restore_default();
+    }
+    match neardup::cli::run(cli, neardup::shutdown::Shutdown::on_signals()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("neardup: error: {e:#}");

@@ -10,8 +10,6 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::config::LogFormat;
-
 /// Counter, labels `topic`: records consumed.
 pub const RECORDS_IN: &str = "neardup_records_in_total";
 /// Counter, labels `topic`, `decision` (unique, duplicate, skipped, dead_letter): records
@@ -310,6 +308,27 @@ impl Health {
             "ready"
         }
         .into()
+    }
+}
+
+/// How logs are written.
+#[derive(Clone, Copy, Debug, serde::Deserialize, serde::Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// JSON lines unless stderr is a terminal.
+    #[default]
+    Auto,
+    /// JSON lines.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+impl std::str::FromStr for LogFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("invalid value {s:?}"))
     }
 }
 

@@ -13,13 +13,14 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{input, report};
 use crate::config::{self, DetectOptions, FileConfig, SignatureOptions};
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index, Method};
 use crate::signature::{Signed, Signer};
+pub use report::{KindRow, Row};
 
 /// Arguments of `neardup eval`.
 #[derive(Args, Debug)]
@@ -75,54 +76,6 @@ struct LabelledPage {
     /// What kind of page it is, for the table by kind (e.g. `aggregator`, `wire`, `forum`).
     #[serde(default)]
     kind: Option<String>,
-}
-
-/// One row of the result table.
-#[derive(Debug, Serialize)]
-pub struct Row {
-    /// Method.
-    pub method: String,
-    /// Threshold.
-    pub threshold: f64,
-    /// Predicted pairs.
-    pub predicted: usize,
-    /// Gold pairs.
-    pub gold: usize,
-    /// Correct predicted pairs.
-    pub true_positives: usize,
-    /// Precision.
-    pub precision: f64,
-    /// Recall.
-    pub recall: f64,
-    /// F1.
-    pub f1: f64,
-    /// Predicted pairs among the same-template hard negatives.
-    pub same_template_fp: Option<usize>,
-    /// Predicted pairs among the gray pairs.
-    pub gray_predicted: Option<usize>,
-    /// Pages skipped for too few signatures.
-    pub skipped: usize,
-    /// Decisions per second (index lookups and verification only).
-    pub decide_pages_per_second: f64,
-    /// Precision and recall by kind of pair ([`pair_kind`]).
-    pub by_kind: Vec<KindRow>,
-}
-
-/// Precision and recall of one kind of pair.
-#[derive(Debug, Clone, Serialize)]
-pub struct KindRow {
-    /// The pages' kinds (`a` or `a+b`, in order) and `same host` or `other hosts`.
-    pub kind: String,
-    /// Gold pairs of the kind.
-    pub gold: usize,
-    /// Predicted pairs of the kind.
-    pub predicted: usize,
-    /// Predicted and gold.
-    pub true_positives: usize,
-    /// Precision (1 when nothing was predicted).
-    pub precision: f64,
-    /// Recall (1 when there is no gold pair).
-    pub recall: f64,
 }
 
 /// The kind of a pair of pages: their `kind` labels (a page without one is `page`; two

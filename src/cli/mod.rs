@@ -33,6 +33,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Whether a command turns a stop signal into a clean stop (`run`, `replay`, `serve`); the
+/// others act on it as any process does.
+pub fn stops_cleanly(cli: &Cli) -> bool {
+    matches!(
+        cli.command,
+        Command::Run(_) | Command::Replay(_) | Command::Serve(_)
+    )
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -65,26 +74,20 @@ pub enum Command {
     Explain(explain::ExplainArgs),
 }
 
-/// Runs a parsed command line.
-pub fn run(cli: Cli) -> Result<ExitCode> {
-    // only the stage turns a stop signal into a clean stop; the other commands act on it as
-    // any process does
-    if !matches!(
-        cli.command,
-        Command::Run(_) | Command::Replay(_) | Command::Serve(_)
-    ) {
-        crate::signals::restore_default();
-    }
+/// Runs a parsed command line; `run`, `replay` and `serve` stop cleanly when `shutdown`
+/// is triggered. `main` passes the handle of the stop signals and, for the other commands,
+/// gives the signals back their default action first ([`stops_cleanly`]).
+pub fn run(cli: Cli, shutdown: crate::shutdown::Shutdown) -> Result<ExitCode> {
     let file = crate::config::load_file(cli.config.as_deref())?;
     match cli.command {
         Command::Dedup(a) => dedup::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Sign(a) => sign::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a, &file).map(|_| ExitCode::SUCCESS),
-        Command::Run(a) => run::run(a, &file).map(|_| ExitCode::SUCCESS),
-        Command::Replay(a) => run::replay(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Run(a) => run::run(a, &file, shutdown).map(|_| ExitCode::SUCCESS),
+        Command::Replay(a) => run::replay(a, &file, shutdown).map(|_| ExitCode::SUCCESS),
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
         Command::Topics(c) => topics::run(c, &file).map(|_| ExitCode::SUCCESS),
-        Command::Serve(a) => serve::run(a, &file).map(|_| ExitCode::SUCCESS),
+        Command::Serve(a) => serve::run(a, &file, shutdown).map(|_| ExitCode::SUCCESS),
         Command::Group(a) => group::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Explain(a) => explain::run(a).map(|_| ExitCode::SUCCESS),
     }

@@ -10,9 +10,57 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 
-use super::eval::Row;
 use crate::signature::{similarity, Annotated, Measure, Signed, Signer};
+
+/// One row of the result table.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    /// Method.
+    pub method: String,
+    /// Threshold.
+    pub threshold: f64,
+    /// Predicted pairs.
+    pub predicted: usize,
+    /// Gold pairs.
+    pub gold: usize,
+    /// Correct predicted pairs.
+    pub true_positives: usize,
+    /// Precision.
+    pub precision: f64,
+    /// Recall.
+    pub recall: f64,
+    /// F1.
+    pub f1: f64,
+    /// Predicted pairs among the same-template hard negatives.
+    pub same_template_fp: Option<usize>,
+    /// Predicted pairs among the gray pairs.
+    pub gray_predicted: Option<usize>,
+    /// Pages skipped for too few signatures.
+    pub skipped: usize,
+    /// Decisions per second (index lookups and verification only).
+    pub decide_pages_per_second: f64,
+    /// Precision and recall by kind of pair (the pages' kinds, one host or not).
+    pub by_kind: Vec<KindRow>,
+}
+
+/// Precision and recall of one kind of pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct KindRow {
+    /// The pages' kinds (`a` or `a+b`, in order) and `same host` or `other hosts`.
+    pub kind: String,
+    /// Gold pairs of the kind.
+    pub gold: usize,
+    /// Predicted pairs of the kind.
+    pub predicted: usize,
+    /// Predicted and gold.
+    pub true_positives: usize,
+    /// Precision (1 when nothing was predicted).
+    pub precision: f64,
+    /// Recall (1 when there is no gold pair).
+    pub recall: f64,
+}
 
 /// Pairs shown at most in each list (false positives, false negatives) of a row.
 pub const MAX_PAIRS: usize = 500;
@@ -77,7 +125,7 @@ struct Section {
     /// Pages of the row skipped for too few signatures.
     skipped: HashSet<u32>,
     /// Precision and recall by kind of pair.
-    by_kind: Vec<super::eval::KindRow>,
+    by_kind: Vec<KindRow>,
 }
 
 /// The report of one `eval` run: the file is created first, so a path that cannot be
@@ -677,7 +725,7 @@ mod tests {
             gray_predicted: None,
             skipped: 0,
             decide_pages_per_second: 1.0,
-            by_kind: vec![super::super::eval::KindRow {
+            by_kind: vec![super::KindRow {
                 kind: "page, same host".into(),
                 gold: 0,
                 predicted: predicted.len(),

@@ -8,6 +8,7 @@ use crate::config::{
     self, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, ServeOptions,
     SignatureOptions, StageOptions,
 };
+use crate::shutdown::Shutdown;
 use crate::stage::{self, Mode, StageSettings, StageSummary};
 
 /// Arguments of `neardup run`.
@@ -74,7 +75,7 @@ pub fn stage_settings(
     Ok(s)
 }
 
-fn go(s: StageSettings, check: bool) -> Result<Option<StageSummary>> {
+fn go(s: StageSettings, check: bool, shutdown: Shutdown) -> Result<Option<StageSummary>> {
     if check {
         stage::kafka::validate(&s)?;
         println!("{}", s.redacted_json());
@@ -82,23 +83,23 @@ fn go(s: StageSettings, check: bool) -> Result<Option<StageSummary>> {
     }
     crate::telemetry::init_logging(s.log_format);
     tracing::info!(config = %serde_json::to_string(&s).unwrap_or_default(), "starting");
-    stage::run(s).map(Some)
+    stage::run(s, shutdown).map(Some)
 }
 
-/// Runs `neardup run`.
-pub fn run(a: RunArgs, file: &FileConfig) -> Result<()> {
+/// Runs `neardup run` until `shutdown` is triggered.
+pub fn run(a: RunArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
     let s = stage_settings(Mode::Run, &a, &ReplayOptions::default(), file)?;
     if s.dry_run {
         anyhow::bail!("dry-run is a replay setting; neardup run always produces");
     }
-    go(s, a.check_config)?;
+    go(s, a.check_config, shutdown)?;
     Ok(())
 }
 
 /// Runs `neardup replay` and prints its summary as JSON.
-pub fn replay(a: ReplayArgs, file: &FileConfig) -> Result<()> {
+pub fn replay(a: ReplayArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
     let s = stage_settings(Mode::Replay, &a.run, &a.replay, file)?;
-    if let Some(summary) = go(s, a.run.check_config)? {
+    if let Some(summary) = go(s, a.run.check_config, shutdown)? {
         println!("{}", serde_json::to_string(&summary)?);
     }
     Ok(())

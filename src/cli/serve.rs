@@ -16,6 +16,7 @@ use crate::config::{self, parse_duration, FileConfig, LogFormat, ServeOptions};
 use crate::http::{self, AppState, ServiceSlot};
 use crate::index::IndexReader;
 use crate::serving::Service;
+use crate::shutdown::Shutdown;
 use crate::telemetry::{self as tm, Health};
 
 /// Arguments of `neardup serve`.
@@ -70,8 +71,8 @@ pub fn open_follower(
     Ok((reader, own))
 }
 
-/// Runs `neardup serve` until SIGTERM / SIGINT.
-pub fn run(a: ServeArgs, file: &FileConfig) -> Result<()> {
+/// Runs `neardup serve` until `shutdown` is triggered (in the binary: SIGTERM / SIGINT).
+pub fn run(a: ServeArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
     let (limits, http_limits) = config::serve_limits(&a.serve, file)?;
     let listen: std::net::SocketAddr = a
         .listen
@@ -132,9 +133,10 @@ pub fn run(a: ServeArgs, file: &FileConfig) -> Result<()> {
         // the signatures of the most recent pages, read while serving
         let preload = {
             let service = Arc::clone(&service);
+            let stop = shutdown.clone();
             tokio::task::spawn_blocking(move || {
                 let t = std::time::Instant::now();
-                match service.preload(&crate::signals::stop_requested) {
+                match service.preload(&|| stop.requested()) {
                     Ok(n) => info!(
                         pages = n,
                         seconds = t.elapsed().as_secs_f64(),
@@ -146,7 +148,7 @@ pub fn run(a: ServeArgs, file: &FileConfig) -> Result<()> {
         };
         let health2 = Arc::clone(&health);
         let shutdown = async move {
-            crate::signals::wait().await;
+            shutdown.wait().await;
             info!("stop signal: finishing the requests in flight");
             health2.draining.store(true, Ordering::Relaxed);
         };

@@ -173,7 +173,7 @@ pub(super) fn restore(
         health.publish();
     };
     report(0);
-    let stop = crate::signals::stop_flag();
+    let stop = s.shutdown.flag();
     let mut next = low;
     while next < high {
         if stop.load(Ordering::Relaxed) {

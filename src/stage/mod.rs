@@ -264,8 +264,13 @@ struct Extra {
     payload: Option<Vec<u8>>,
 }
 
-/// Runs the stage until stopped (run) or until the replay bounds are reached (replay).
-pub fn run(settings: StageSettings) -> Result<StageSummary> {
+/// Runs the stage until `shutdown` is triggered (run) or until the replay bounds are reached
+/// (replay); on a stop it drains what is in flight and returns.
+pub fn run(
+    mut settings: StageSettings,
+    shutdown: crate::shutdown::Shutdown,
+) -> Result<StageSummary> {
+    settings.shutdown = shutdown;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("neardup-io")
@@ -357,7 +362,7 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
                 "stopped by a fatal error; /readyz and /metrics report it until the hold ends or SIGTERM");
             tokio::select! {
                 _ = tokio::time::sleep(s.failure_hold) => {}
-                _ = crate::signals::wait() => {}
+                _ = s.shutdown.wait() => {}
             }
         }
     }
@@ -390,8 +395,9 @@ async fn stage(
     {
         let health = Arc::clone(health);
         let stop_tx = Arc::clone(&stop_tx);
+        let shutdown = s.shutdown.clone();
         tokio::spawn(async move {
-            crate::signals::wait().await;
+            shutdown.wait().await;
             info!("stop signal: draining in-flight records");
             health.draining.store(true, Ordering::Relaxed);
             health.publish();
@@ -429,7 +435,7 @@ async fn stage(
             None => return Ok(stopped_early(summary, "index open")),
         }
     };
-    if *stop_rx.borrow() || crate::signals::stop_requested() {
+    if *stop_rx.borrow() || s.shutdown.requested() {
         drop(dedup);
         remove_scratch(scratch);
         return Ok(stopped_early(summary, "index open"));
@@ -601,7 +607,7 @@ async fn stage(
         stopped_by = "end";
     } else {
         loop {
-            if *stop_rx.borrow() || crate::signals::stop_requested() {
+            if *stop_rx.borrow() || s.shutdown.requested() {
                 break;
             }
             let permit = tokio::select! {
@@ -1002,7 +1008,7 @@ async fn take_over(
         changelog_next = followed.next,
         "standby: stopped following"
     );
-    if stopped || crate::signals::stop_requested() {
+    if stopped || s.shutdown.requested() {
         health.following.store(false, Ordering::Relaxed);
         *dedup = Some(d);
         return Ok(false);

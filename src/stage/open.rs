@@ -123,7 +123,7 @@ pub(super) fn is_interrupted(e: &anyhow::Error) -> bool {
 /// Opens the index (a stop signal ends the open: [`IndexError::Interrupted`]); for a dry
 /// run, a checkpoint copy in a scratch directory.
 fn open_index(s: &StageSettings) -> Result<(Index, Option<std::path::PathBuf>)> {
-    let stop = crate::signals::stop_flag();
+    let stop = s.shutdown.flag();
     if !s.dry_run {
         return match Index::open_dir_until(&s.index, s.params.clone(), stop) {
             Ok(idx) => Ok((idx, None)),

@@ -189,6 +189,9 @@ pub struct StageSettings {
     /// Stop after consuming this many records (benchmarks); not a configuration key.
     #[serde(skip)]
     pub stop_after: Option<u64>,
+    /// When to stop: the handle [`super::run`] was given (not a configuration key).
+    #[serde(skip)]
+    pub(crate) shutdown: crate::shutdown::Shutdown,
 }
 
 fn as_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -530,6 +533,7 @@ impl StageSettings {
             transaction_interval,
             standby,
             stop_after: None,
+            shutdown: crate::shutdown::Shutdown::new(),
         })
     }
 

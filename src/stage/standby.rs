@@ -142,7 +142,7 @@ pub fn follow(
     c.assign(&tpl)
         .context("cannot assign the changelog partition")?;
     let params_id = record::params_id(index.params());
-    let stop = crate::signals::stop_flag();
+    let stop = s.shutdown.flag();
     let mut done = Followed {
         records: 0,
         next: from,

@@ -29,6 +29,7 @@ use crate::prepare::{prepare, Prepared};
 use crate::record::changelog;
 use crate::record::signed::{signature_id, Consumed, SignedRecord};
 use crate::record::{Page, ValidPage};
+use crate::shutdown::Shutdown;
 use crate::stage::{self, Mode, StageSettings};
 use crate::synthetic::{Generator, Synth};
 
@@ -517,16 +518,13 @@ pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
 
 type Hops = std::collections::BTreeMap<String, stage::HopTimes>;
 
-/// A feed that failed never brings the stages to their record count: they are stopped as a
-/// stop signal stops them (they drain and return), so the feeder's error is reported
-/// instead of a wait without end.
-fn stop_if_unfed(fed: &Result<()>) {
+/// A feed that failed never brings the stages to their record count: they are stopped
+/// through their shutdown handle (they drain and return), so the feeder's error is
+/// reported instead of a wait without end.
+fn stop_if_unfed(fed: &Result<()>, shutdown: &Shutdown) {
     if let Err(e) = fed {
         eprintln!("  the feed failed ({e:#}): stopping the stages");
-        // SAFETY: kill only sends a signal; the stage's handler (installed at start) takes it
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGTERM);
-        }
+        shutdown.stop();
     }
 }
 
@@ -790,6 +788,8 @@ fn latency_run_single(
         }
     };
     let pinned = own.is_some();
+    let shutdown = Shutdown::new();
+    let stop = shutdown.clone();
     let h = std::thread::spawn(move || {
         if let Some(set) = own {
             // the thread's own mask (the stage's threads inherit it): given back when it ends
@@ -797,12 +797,12 @@ fn latency_run_single(
                 eprintln!("  cannot pin the stage thread ({e}): it runs on the other cores");
             }
         }
-        stage::run(s)
+        stage::run(s, stop)
     });
     // let it join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
-    stop_if_unfed(&fed);
+    stop_if_unfed(&fed, &shutdown);
     let sum = h
         .join()
         .map_err(|_| anyhow::anyhow!("the stage thread panicked"))?;
@@ -885,7 +885,9 @@ fn latency_run(
     }
     let own_cores = |role: Role| (pinned == Some(role)).then(|| mask(&own));
     let (own_signer, own_decider) = (own_cores(Role::Signer), own_cores(Role::Decider));
+    let shutdown = Shutdown::new();
     let run_pinned = |set: Option<libc::cpu_set_t>, s: StageSettings| {
+        let stop = shutdown.clone();
         move || {
             if let Some(set) = set {
                 // the thread's own mask: given back when it ends
@@ -893,7 +895,7 @@ fn latency_run(
                     eprintln!("  cannot pin a stage thread ({e}): it runs on the other cores");
                 }
             }
-            stage::run(s)
+            stage::run(s, stop)
         }
     };
     let hs = std::thread::spawn(run_pinned(own_signer, ss));
@@ -901,7 +903,7 @@ fn latency_run(
     // let both join their groups before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(b, &lt("in"), lines, a.partitions, Some(feed));
-    stop_if_unfed(&fed);
+    stop_if_unfed(&fed, &shutdown);
     let join = |h: std::thread::JoinHandle<Result<stage::StageSummary>>| {
         h.join()
             .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?

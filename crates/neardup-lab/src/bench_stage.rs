@@ -332,7 +332,7 @@ pub fn run(
         cpu_seconds(None),
         args.broker_pid.and_then(|p| cpu_seconds(Some(p))),
     );
-    let summary = stage::run(s)?;
+    let summary = stage::run(s, crate::shutdown::Shutdown::new())?;
     let stage_cpu = per_record(cpu_seconds(None), cpu0);
     let broker_cpu = per_record(args.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
     let efficiency = dedup_cpu.zip(stage_cpu).map(|(d, s)| d / s);
@@ -375,7 +375,7 @@ pub fn run(
     )?;
     s2.stop_after = Some(lines.len() as u64);
     let feed = 0.8 * stage_rate;
-    let stage_thread = std::thread::spawn(move || stage::run(s2));
+    let stage_thread = std::thread::spawn(move || stage::run(s2, crate::shutdown::Shutdown::new()));
     // let the consumer join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
     produce(brokers, &topics2[0], &lines, partitions, Some(feed))?;

@@ -15,7 +15,7 @@
 //! re-exports below are those parts.
 
 pub use neardup::{
-    allocator, cli, config, http, prepare, record, serving, signals, stage, telemetry,
+    allocator, cli, config, http, prepare, record, serving, shutdown, signals, stage, telemetry,
 };
 pub use neardup_core::{dedup, index, signature, text};
 

@@ -19,8 +19,10 @@ struct Lab {
 }
 
 fn main() -> ExitCode {
-    // the heap on huge pages, as the product's binary has it, so the figures are the same
-    #[cfg(not(target_os = "linux"))]
+    // the heap on huge pages, as the product's binary has it, so the figures are the same;
+    // the stop signals the start-again blocked across its exec are unblocked by the
+    // handler's installation, then given back their default action: a benchmark stops its
+    // stages through their shutdown handles, and a stop signal ends it as any process
     neardup::signals::install_early();
     neardup::allocator::use_huge_pages();
     neardup::allocator::after_exec();

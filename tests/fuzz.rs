@@ -213,6 +213,7 @@ fn fuzz_for_a_while() {
                 delta: None,
                 template: signed.template,
                 identity: signed.identity,
+                title: signed.title,
             }
             .encode()
         })

@@ -114,6 +114,7 @@ mod tests {
             delta: None,
             template: Vec::new(),
             identity: None,
+            title: None,
         }
     }
 

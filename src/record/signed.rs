@@ -67,6 +67,9 @@ pub struct SignedRecord {
     /// The identity of the page's whole visible text, hex (text rules 5 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// The hash of the page's title, hex (text rules 5 and later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Identifies the signature settings the page was signed with.
     pub signature_id: String,
     /// Where the page was consumed.
@@ -104,6 +107,7 @@ impl SignedRecord {
             fingerprint: crate::signature::fingerprint::to_hex(&signed.fingerprint),
             template: signed.template.clone(),
             identity: signed.identity.map(|i| format!("{i:016x}")),
+            title: signed.title.map(|t| format!("{t:016x}")),
             signature_id: signature_id.to_string(),
             source,
         }
@@ -169,15 +173,18 @@ impl SignedRecord {
                 crate::signature::template::SAMPLE
             )));
         }
-        let identity = match &r.identity {
-            None => None,
-            Some(h) => Some(
-                Some(h)
+        let hex64 = |field: &str, v: &Option<String>| -> Result<Option<u64>, BadRecord> {
+            match v {
+                None => Ok(None),
+                Some(h) => Some(h)
                     .filter(|h| h.len() == 16)
                     .and_then(|h| u64::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| bad(format!("identity {h:?} is not 16 hex digits")))?,
-            ),
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("{field} {h:?} is not 16 hex digits"))),
+            }
         };
+        let identity = hex64("identity", &r.identity)?;
+        let title = hex64("title", &r.title)?;
         let fetched = match &r.fetched_at {
             None => None,
             Some(t) => Some(parse_time(t).ok_or_else(|| BadRecord {
@@ -209,6 +216,7 @@ impl SignedRecord {
             family: r.family,
             template: r.template,
             identity,
+            title,
         };
         Ok((page, signed, has_text, origin_ms))
     }
@@ -273,6 +281,7 @@ mod tests {
         assert_eq!(s.template, signed.template);
         assert!(signed.identity.is_some());
         assert_eq!(s.identity, signed.identity);
+        assert_eq!(s.title, signed.title);
         assert_eq!(s.family, signed.family);
         assert_eq!(s.tokens, signed.tokens);
         assert_eq!(s.text.text, signed.text.text);
@@ -308,6 +317,7 @@ mod tests {
             ("template", serde_json::json!((0..40).collect::<Vec<u32>>())),
             ("identity", serde_json::json!("12ab")),
             ("identity", serde_json::json!("0123456789abcdeg")),
+            ("title", serde_json::json!("00")),
             ("schema", serde_json::json!("neardup.signed.v9")),
             ("id", serde_json::json!("")),
             ("extra", serde_json::json!(1)),

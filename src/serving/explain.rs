@@ -210,7 +210,12 @@ impl Service {
                 // a page is not kept apart from itself
                 pair.kept_apart = (num != num_b)
                     .then(|| {
-                        kept_apart(&later.template, later.identity, earlier, &mut || {
+                        let keys = crate::dedup::Keys {
+                            identity: later.identity,
+                            title: later.title,
+                            sigs: Some(&later.sigs),
+                        };
+                        kept_apart(&later.template, keys, earlier, &mut || {
                             hosts.then(|| host_hash(&later.url))
                         })
                     })

@@ -148,6 +148,7 @@ impl Deduplicator {
             delta,
             template: signed.template.clone(),
             identity: signed.identity,
+            title: signed.title,
         })?;
         Ok(Outcome {
             decision,
@@ -188,9 +189,10 @@ impl Deduplicator {
         &mut self,
         signed: &Signed,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let Some(identity) = signed.identity else {
+        let keys = Keys::of(signed);
+        if keys.identity.is_none() {
             return Ok(None);
-        };
+        }
         let mut cands = std::mem::take(&mut self.candidates);
         let method = self.index.params().method;
         let m = self.index.params().measure;
@@ -208,7 +210,7 @@ impl Deduplicator {
                 let Some(doc) = self.index.doc(c.doc)? else {
                     continue;
                 };
-                if doc.decision.kind != DecisionKind::Unique || doc.identity != Some(identity) {
+                if doc.decision.kind != DecisionKind::Unique || !keys.one_page(&doc) {
                     continue;
                 }
                 if best
@@ -240,7 +242,7 @@ impl Deduplicator {
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let mut rule =
-            PairRule::new(&self.index, q, &signed.template, url).with_identity(signed.identity);
+            PairRule::new(&self.index, q, &signed.template, url).with_keys(Keys::of(signed));
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
@@ -279,7 +281,7 @@ pub struct PairRule<'a> {
     q: &'a [(u32, u32)],
     mq: u64,
     tmpl: &'a [u32],
-    identity: Option<u64>,
+    keys: Keys<'a>,
     url: Option<&'a str>,
     host: Option<u64>,
     measure: crate::signature::Measure,
@@ -296,7 +298,7 @@ impl<'a> PairRule<'a> {
             q,
             mq: mass(q, measure),
             tmpl,
-            identity: None,
+            keys: Keys::default(),
             url,
             host: None,
             measure,
@@ -304,9 +306,9 @@ impl<'a> PairRule<'a> {
         }
     }
 
-    /// The rule for a page of this identity ([`crate::signature::identity`]).
-    pub fn with_identity(mut self, identity: Option<u64>) -> Self {
-        self.identity = identity;
+    /// The rule for a page of these keys ([`Keys`]).
+    pub fn with_keys(mut self, keys: Keys<'a>) -> Self {
+        self.keys = keys;
         self
     }
 
@@ -315,7 +317,7 @@ impl<'a> PairRule<'a> {
         // the page's host is hashed once, and only when a short pair needs it
         let (url, hashed) = (self.url, &mut self.host);
         let mut host = || url.map(|u| *hashed.get_or_insert_with(|| host_hash(u)));
-        if kept_apart(self.tmpl, self.identity, doc, &mut host).is_some() {
+        if kept_apart(self.tmpl, self.keys, doc, &mut host).is_some() {
             return None;
         }
         let informative = index.informative(&doc.url, &doc.sigs);
@@ -387,21 +389,56 @@ pub enum KeptApart {
     SameHost,
 }
 
-/// Whether a page with template sample `tmpl` (empty unless it is short) and identity
-/// `identity` is kept apart from the earlier page `doc` whatever their similarity: a short
-/// page is not matched with a page of its own template ([`crate::signature::template`]),
-/// and, where `host` gives the page's host hash (text rules 3 and later: [`host_hash`] of
-/// its URL; asked only when one side is short), a pair of which either side is short is
-/// not matched within a host. Both rules exist because a short page's signatures can be
-/// its site's own text; two pages of one identity (the same whole visible text, numbers
-/// aside: [`crate::signature::identity`]) are one page, and nothing keeps them apart.
+/// What says that a page and an earlier one are one page, whatever rule would keep them
+/// apart ([`crate::signature::identity`]): the same whole visible text (numbers aside,
+/// blocks in any order), or the same title and the same signature set.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keys<'a> {
+    /// The page's identity.
+    pub identity: Option<u64>,
+    /// The hash of its title.
+    pub title: Option<u64>,
+    /// Its whole signature set.
+    pub sigs: Option<&'a Signatures>,
+}
+
+impl<'a> Keys<'a> {
+    /// The keys of a signed page.
+    pub fn of(signed: &'a Signed) -> Keys<'a> {
+        Keys {
+            identity: signed.identity,
+            title: signed.title,
+            sigs: Some(&signed.sigs),
+        }
+    }
+
+    /// Whether the page and `doc` are one page: one identity, or one title and one
+    /// (non-empty) signature set.
+    pub fn one_page(&self, doc: &DocRecord) -> bool {
+        (self.identity.is_some() && self.identity == doc.identity)
+            || (self.title.is_some()
+                && self.title == doc.title
+                && self
+                    .sigs
+                    .is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries()))
+    }
+}
+
+/// Whether a page with template sample `tmpl` (empty unless it is short) and keys `keys` is
+/// kept apart from the earlier page `doc` whatever their similarity: a short page is not
+/// matched with a page of its own template ([`crate::signature::template`]), and, where
+/// `host` gives the page's host hash (text rules 3 and later: [`host_hash`] of its URL;
+/// asked only when one side is short), a pair of which either side is short is not matched
+/// within a host. Both rules exist because a short page's signatures can be its site's own
+/// text; two pages that are one page ([`Keys::one_page`]: the same whole visible text, or
+/// the same title and signed text) are a page and its copy, and nothing keeps them apart.
 pub fn kept_apart(
     tmpl: &[u32],
-    identity: Option<u64>,
+    keys: Keys<'_>,
     doc: &DocRecord,
     host: &mut dyn FnMut() -> Option<u64>,
 ) -> Option<KeptApart> {
-    if identity.is_some() && identity == doc.identity {
+    if keys.one_page(doc) {
         return None;
     }
     if !tmpl.is_empty() && template::same(tmpl, &doc.template) {

@@ -96,7 +96,7 @@ fn votes(
     shard.list_candidates(q, cands)?;
     let hosts = shard.params().signature.short_pages_across_hosts_only();
     let mut rule = PairRule::new(shard, q, &signed.template, hosts.then_some(url))
-        .with_identity(signed.identity);
+        .with_keys(crate::dedup::Keys::of(signed));
     for c in cands.iter() {
         let Some(doc) = shard.doc(c.doc)? else {
             continue;
@@ -159,6 +159,7 @@ fn run_one(a: &BenchShardsArgs, shards: usize, params: &IndexParams) -> Result<S
                         decision: Decision::plain(DecisionKind::Unique),
                         delta: None,
                         identity: p.signed.identity,
+                        title: p.signed.title,
                         template: p.signed.template.clone(),
                     };
                     shard.restore_put(i, &rec)?;

@@ -274,18 +274,18 @@ mod sentences {
 /// page of its own template, however alike their few words are.
 #[test]
 fn short_pages_match_across_templates_only() {
-    let with_teaser = |name: &str, body: &str, teaser: &str| {
+    let with_teaser = |name: &str, title: &str, body: &str, teaser: &str| {
         let menu: String = (0..25)
             .map(|i| format!("<li><a href=\"/s/{i}\">{name} section {i}</a></li>"))
             .collect();
         format!(
-            "<html><head><title>{name}</title></head><body><header>{name} News</header>\
+            "<html><head><title>{title} | {name}</title></head><body><header>{name} News</header>\
              <nav><ul>{menu}</ul></nav><article><p>{body}</p></article>\
              <aside><a href=\"/t\">{teaser}</a></aside>\
              <footer>Copyright {name}. All rights reserved.</footer></body></html>"
         )
     };
-    let site = |name: &str, body: &str| with_teaser(name, body, "Most read");
+    let site = |name: &str, body: &str| with_teaser(name, "Brush fire", body, "Most read");
     let brief = "Firefighters contained a brush fire near the reservoir on Tuesday after it \
                  burned for most of the afternoon, and the county said no homes were damaged.";
     let edited = brief.replace("Tuesday", "Tuesday evening");
@@ -301,15 +301,35 @@ fn short_pages_match_across_templates_only() {
         .process(page("a1"), &site("Valley Courier", brief))
         .unwrap();
     assert_eq!(first.decision.kind, DecisionKind::Unique);
-    // the same signed words on another page of the same template, which differs elsewhere:
-    // not evidence of a copy (the words can be the site's own)
+    // the same signed words on a page of the same template about another item (another
+    // title, other text elsewhere): not evidence of a copy (the words can be the site's own)
     let same_site = d
         .process(
             page("a2"),
-            &with_teaser("Valley Courier", brief, "Council votes on the budget"),
+            &with_teaser(
+                "Valley Courier",
+                "Budget vote",
+                brief,
+                "Council votes on the budget",
+            ),
         )
         .unwrap();
     assert_eq!(same_site.decision.kind, DecisionKind::Unique);
+    // the same item (its title) and the same signed words, the teaser list changed since:
+    // that page again
+    let refetched = d
+        .process(
+            page("a4"),
+            &with_teaser(
+                "Valley Courier",
+                "Brush fire",
+                brief,
+                "Latest: the harbour festival",
+            ),
+        )
+        .unwrap();
+    assert_eq!(refetched.decision.kind, DecisionKind::Duplicate);
+    assert_eq!(refetched.decision.canonical_id.as_deref(), Some("a1"));
     // the same whole page under another URL is that page: a duplicate of it
     let identical = d
         .process(page("a3"), &site("Valley Courier", brief))
@@ -348,6 +368,7 @@ fn short_pages_match_other_hosts_only() {
         family,
         template,
         identity: None,
+        title: None,
     };
     let whole = |k: u32| signed(Family::Page, layout(k));
     let region = || signed(Family::Spotsigs, Vec::new());

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | record version | u8 = 5 (version 4 is the same without the identity, version 3 also without the template sample, version 2 also without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present, bit 4 identity present |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present, bit 4 identity present, bit 5 title present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs, 4 sentences |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
@@ -18,6 +18,7 @@
 //! | signature delta, if flagged | added: signatures as above; removed: signatures as above (every frequency 1) |
 //! | template sample, if flagged (bit 3 of flags; record version 4) | u8 count m, then m × u32 LE, ascending: the smallest hashes of a short page's blocks ([`crate::signature::template`]) |
 //! | identity, if flagged (bit 4 of flags; record version 5) | u64 LE: the hash of the page's whole visible text, numbers aside ([`crate::signature::identity`]) |
+//! | title, if flagged (bit 5 of flags; record version 5) | u64 LE: the hash of the page's `<title>`, numbers aside ([`crate::signature::identity::title`]) |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
 //! stream (least significant bit first, padded to a byte) holds for each signature the gap
@@ -141,6 +142,9 @@ pub struct DocRecord {
     /// The identity of the page's whole visible text ([`crate::signature::identity`]; text
     /// rules 5 and later).
     pub identity: Option<u64>,
+    /// The hash of the page's title ([`crate::signature::identity::title`]; text rules 5
+    /// and later).
+    pub title: Option<u64>,
 }
 
 /// A signature multiset as the difference from another (a duplicate's from its canonical's).
@@ -344,7 +348,8 @@ impl DocRecord {
                 | (u8::from(d.hamming.is_some()) << 1)
                 | (u8::from(self.delta.is_some()) << 2)
                 | (u8::from(signatures && !self.template.is_empty()) << 3)
-                | (u8::from(self.identity.is_some()) << 4),
+                | (u8::from(self.identity.is_some()) << 4)
+                | (u8::from(self.title.is_some()) << 5),
         );
         out.push(match d.found_by {
             None => 0,
@@ -387,6 +392,9 @@ impl DocRecord {
         }
         if let Some(identity) = self.identity {
             out.extend_from_slice(&identity.to_le_bytes());
+        }
+        if let Some(title) = self.title {
+            out.extend_from_slice(&title.to_le_bytes());
         }
         out
     }
@@ -445,6 +453,11 @@ impl DocRecord {
         } else {
             None
         };
+        let title = if head.flags & 32 != 0 {
+            Some(u64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+        } else {
+            None
+        };
         if r.at != bytes.len() {
             return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
         }
@@ -465,6 +478,7 @@ impl DocRecord {
             delta,
             template,
             identity,
+            title,
         })
     }
 
@@ -532,7 +546,7 @@ impl Reader<'_> {
         let flags = self.u8()?;
         // the flags each version has: the delta came with version 3, the template with 4,
         // the identity with 5
-        let allowed: u8 = [0b011, 0b111, 0b1111, 0b1_1111][usize::from(version - 2)];
+        let allowed: u8 = [0b011, 0b111, 0b1111, 0b11_1111][usize::from(version - 2)];
         if flags & !allowed != 0 {
             return Err(IndexError::Corrupt(format!(
                 "doc record version {version} with flags {flags:#010b}"
@@ -684,6 +698,7 @@ mod tests {
             }),
             template: vec![2, 40, 7_000_000],
             identity: Some(0xfeed_0000_0000_beef),
+            title: Some(77),
         };
         let bytes = rec.encode();
         assert_eq!(bytes[0], 5);
@@ -701,6 +716,7 @@ mod tests {
             delta: None,
             template: Vec::new(),
             identity: None,
+            title: None,
             ..rec.clone()
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
@@ -722,6 +738,14 @@ mod tests {
             DocRecord::decode(&v4i).is_err(),
             "version 4 has no identity"
         );
+        let with_title = DocRecord {
+            title: Some(5),
+            ..plain.clone()
+        };
+        assert_eq!(DocRecord::decode(&with_title.encode()).unwrap(), with_title);
+        let mut v4t = with_title.encode();
+        v4t[0] = 4;
+        assert!(DocRecord::decode(&v4t).is_err(), "version 4 has no title");
         // a version-3 record (no template sample) still reads, but not with the flag of one
         let mut v3 = plain.encode();
         v3[0] = 3;
@@ -757,6 +781,7 @@ mod tests {
             delta: None,
             template: Vec::new(),
             identity: None,
+            title: None,
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
@@ -799,6 +824,7 @@ mod tests {
                 delta: Some(d.clone()),
                 template: Vec::new(),
                 identity: None,
+                title: None,
             };
             proptest::prop_assert_eq!(DocRecord::decode(&rec.encode()).unwrap().delta, Some(d));
         }

@@ -196,6 +196,7 @@ mod tests {
             delta: None,
             template: Vec::new(),
             identity: None,
+            title: None,
         }
     }
 

@@ -12,6 +12,7 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
         delta: None,
         template: Vec::new(),
         identity: None,
+        title: None,
     }
 }
 

@@ -24,6 +24,13 @@
 //! stripped text): the sum of the blocks' own hashes. A block added or taken away, or a
 //! word changed, makes another identity.
 //!
+//! **The same item.** The title of a page names the item it is about. Two pages with the
+//! same title and the same signed text are that item again, even when the rest of the page
+//! changed between two fetches (a teaser list, a counter line): their shared text is not
+//! the site's alone, since a page about another item has another title. So a page also
+//! carries the hash of its `<title>` ([`title`]), and two pages of one title and one
+//! signature set are not kept apart either.
+//!
 //! A block's hash reads its text eight bytes at a time and looks at single bytes only in
 //! words that hold a digit, so it costs a fraction of a microsecond per kilobyte. Its values are
 //! stored in the index ([`crate::index::DocRecord::identity`]): the function must never
@@ -47,6 +54,16 @@ pub fn of(text: &str) -> u64 {
         n += 1;
     }
     fmix(sum ^ n.wrapping_mul(K))
+}
+
+/// The hash of a page's `<title>` ([`block`]), if it has one with text.
+pub fn title(text: &crate::text::Stripped) -> Option<u64> {
+    let edge = |c: char| c.is_whitespace() || c.is_ascii_digit();
+    text.iter()
+        .find(|(b, _)| b.kind == crate::text::BlockKind::Title)
+        .map(|(_, t)| t.trim_matches(edge))
+        .filter(|t| !t.is_empty())
+        .map(block)
 }
 
 /// The hash of one block: its bytes with every ASCII digit left out.

@@ -336,6 +336,9 @@ pub struct Signed {
     pub template: Vec<u32>,
     /// The identity of the page's whole visible text ([`identity`]; text rules 5 and later).
     pub identity: Option<u64>,
+    /// The hash of the page's `<title>`, numbers aside ([`identity::block`]; text rules 5
+    /// and later, pages with a title).
+    pub title: Option<u64>,
 }
 
 /// The signature family of a page.
@@ -551,6 +554,11 @@ impl Signer {
             Vec::new()
         };
         let identity = self.config.identities().then(|| identity::of(&text.text));
+        let title = self
+            .config
+            .identities()
+            .then(|| identity::title(&text))
+            .flatten();
         let signed = Signed {
             text,
             sigs,
@@ -559,6 +567,7 @@ impl Signer {
             family,
             template: sample,
             identity,
+            title,
         };
         (signed, strip_time)
     }
@@ -751,6 +760,7 @@ impl Signer {
             family,
             template: Vec::new(),
             identity: self.config.identities().then(|| identity::of(plain)),
+            title: None,
         }
     }
 

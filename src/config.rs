@@ -19,19 +19,7 @@ use crate::signature::{Content, Features, FingerprintKind, Measure, SignatureCon
 pub use crate::telemetry::LogFormat;
 use crate::text::{Language, StripMode};
 
-/// `FromStr` of a setting's enum by its serde name, for the command line (the core's enums
-/// have theirs in the core).
-macro_rules! impl_from_str_serde {
-    ($($t:ty),*) => {$(
-        impl std::str::FromStr for $t {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                serde_json::from_value(serde_json::Value::String(s.to_string()))
-                    .map_err(|_| format!("invalid value {s:?}"))
-            }
-        }
-    )*};
-}
+use neardup_core::impl_from_str_serde;
 
 /// Environment variables renamed with their flags (old, new): the old name is still read when
 /// the new one is not set.

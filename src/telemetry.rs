@@ -324,13 +324,7 @@ pub enum LogFormat {
     Text,
 }
 
-impl std::str::FromStr for LogFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        serde_json::from_value(serde_json::Value::String(s.to_string()))
-            .map_err(|_| format!("invalid value {s:?}"))
-    }
-}
+neardup_core::impl_from_str_serde!(LogFormat);
 
 /// Sets up logging on stderr: JSON lines unless `format` is text or (auto) stderr is a
 /// terminal. The level comes from `RUST_LOG` (default `info`).
@@ -352,6 +346,21 @@ pub fn init_logging(format: LogFormat) {
     } else {
         builder.try_init()
     };
+}
+
+/// CPU seconds (user + system, all threads) a process has used so far: this process when
+/// `pid` is None. Reads /proc (clock ticks of 1/100 s); None where it cannot.
+pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(p) => format!("/proc/{p}/stat"),
+        None => "/proc/self/stat".to_string(),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // the fields after the command name, which is in parentheses and may hold spaces
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
 
 #[cfg(test)]

@@ -128,7 +128,8 @@ pub fn render() -> String {
          and `[detect]` settings are stored in the index: an index opened with others is\n\
          refused ([upgrading.md](upgrading.md)).\n",
     );
-    for s in sections() {
+    let sections = sections();
+    for s in &sections {
         let _ = write!(
             out,
             "\n## `[{}]`: {}\n\n| flag | variable | key | what, and the default |\n|---|---|---|---|\n",
@@ -149,10 +150,6 @@ pub fn render() -> String {
         "\n## Commands\n\nEach command's flags. Those of the sections above are named by their \
          section.\n",
     );
-    let in_section: Vec<String> = sections()
-        .iter()
-        .flat_map(|s| s.args.iter().map(|a| a.get_id().to_string()))
-        .collect();
     let cli = crate::cli::Cli::command();
     let mut commands: Vec<(String, clap::Command)> = Vec::new();
     for c in cli.get_subcommands() {
@@ -177,14 +174,12 @@ pub fn render() -> String {
             if id == "help" || id == "version" || id == "config" {
                 continue;
             }
-            if in_section.iter().any(|s| s == id) && a.get_long().is_some() {
-                if let Some(s) = sections()
-                    .iter()
-                    .find(|s| s.args.iter().any(|x| x.get_id() == a.get_id()))
-                {
-                    if !sections_used.contains(&s.name) {
-                        sections_used.push(s.name);
-                    }
+            let section = sections
+                .iter()
+                .find(|s| s.args.iter().any(|x| x.get_id() == a.get_id()));
+            if let (Some(s), Some(_)) = (section, a.get_long()) {
+                if !sections_used.contains(&s.name) {
+                    sections_used.push(s.name);
                 }
                 continue;
             }

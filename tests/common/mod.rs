@@ -887,18 +887,5 @@ pub fn stop_and_check_exactly_once<'a>(
     (outs, ids)
 }
 
-/// CPU seconds (user and system) of a process, or of this one; `None` where `/proc` cannot
-/// tell.
-#[allow(dead_code)]
-pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
-    let path = match pid {
-        Some(p) => format!("/proc/{p}/stat"),
-        None => "/proc/self/stat".to_string(),
-    };
-    let stat = std::fs::read_to_string(path).ok()?;
-    // the fields after the command name, which is in parentheses and may hold spaces
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
+#[allow(unused_imports)]
+pub use neardup::telemetry::cpu_seconds;

@@ -113,30 +113,27 @@ impl Deduplicator {
         // boilerplate (outside the IDF band, or template text of the host) is not matched on
         let informative = self.index.informative(page.url, &signed.sigs);
         let q = informative.as_ref().unwrap_or(&signed.sigs);
-        let decision = if signed.sigs.set_len() < min_signatures {
-            Decision::plain(DecisionKind::Skipped)
+        let skipped = signed.sigs.set_len() < min_signatures;
+        let found = if skipped {
+            None
         } else if q.set_len() < min_signatures {
-            // text, but too little of its own to match on: judged, matches only a page of
-            // its identity
-            match self.identical_copy(signed)? {
-                Some((canonical, sim, cand)) => {
-                    delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
-                    duplicate_of(canonical, sim, cand)
-                }
-                None => Decision::plain(DecisionKind::Unique),
-            }
+            // text, but too little of its own to match on: judged, matches only a page it
+            // is one page with
+            self.identical_copy(signed)?
         } else {
             // with text rules 3 and later, short pages are matched across hosts only
             let url = (self.index.params().signature)
                 .short_pages_across_hosts_only()
                 .then_some(page.url);
-            match self.best_match(signed, q, url)? {
-                Some((canonical, sim, cand)) => {
-                    delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
-                    duplicate_of(canonical, sim, cand)
-                }
-                None => Decision::plain(DecisionKind::Unique),
+            self.best_match(signed, q, url)?
+        };
+        let decision = match found {
+            Some((canonical, sim, cand)) => {
+                delta = Some(SigDelta::between(&signed.sigs, &canonical.sigs));
+                duplicate_of(canonical, sim, cand)
             }
+            None if skipped => Decision::plain(DecisionKind::Skipped),
+            None => Decision::plain(DecisionKind::Unique),
         };
         self.index.put(&DocRecord {
             id: page.id.to_string(),

@@ -23,7 +23,8 @@
 //! - Every persisted format carries a version ([`index::FORMAT_VERSION`]).
 
 /// `FromStr` of a setting's enum by its serde name (`"jaccard"`, `"bytes"`, …), for the
-/// command line.
+/// command line (the product's own setting enums use it too; the caller needs `serde_json`).
+#[macro_export]
 macro_rules! impl_from_str_serde {
     ($($t:ty),*) => {$(
         impl std::str::FromStr for $t {

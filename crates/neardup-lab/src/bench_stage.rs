@@ -57,20 +57,7 @@ pub struct StageBench {
     pub latency_hops: std::collections::BTreeMap<String, crate::stage::HopTimes>,
 }
 
-/// CPU seconds (user + system, all threads) a process has used so far: this process when
-/// `pid` is None. Reads /proc (clock ticks of 1/100 s); None where it cannot.
-pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
-    let path = match pid {
-        Some(p) => format!("/proc/{p}/stat"),
-        None => "/proc/self/stat".to_string(),
-    };
-    let stat = std::fs::read_to_string(path).ok()?;
-    // the fields after the command name, which is in parentheses and may hold spaces
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
+pub use crate::telemetry::cpu_seconds;
 
 pub(super) fn create_topics(brokers: &str, names: &[String], partitions: i32) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()

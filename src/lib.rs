@@ -46,6 +46,11 @@
 
 pub use neardup_core::{dedup, index, signature, text};
 
+// the broker tests' harness (tests/common), shared with the in-process tests of the stage,
+// names this crate as its tests do
+#[cfg(test)]
+extern crate self as neardup;
+
 pub mod allocator;
 pub mod cli;
 pub mod config;

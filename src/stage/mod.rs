@@ -735,10 +735,6 @@ async fn stage(
                 stopped_by = "end";
                 break;
             }
-            if s.stop_after.is_some_and(|n| summary.records >= n) {
-                stopped_by = "end";
-                break;
-            }
         }
     }
     drop(job_tx);
@@ -1119,3 +1115,6 @@ fn bounded<T: Send + 'static>(
 fn observe(stage: &'static str, d: Duration) {
     metrics::histogram!(tm::STAGE_SECONDS, "stage" => stage).record(d.as_secs_f64());
 }
+
+#[cfg(test)]
+mod tests;

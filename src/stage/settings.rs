@@ -186,9 +186,6 @@ pub struct StageSettings {
     /// A decider with a standby: decide while the signed topic is assigned to this process,
     /// else follow the changelog.
     pub standby: bool,
-    /// Stop after consuming this many records (benchmarks); not a configuration key.
-    #[serde(skip)]
-    pub stop_after: Option<u64>,
     /// When to stop: the handle [`super::run`] was given (not a configuration key).
     #[serde(skip)]
     pub(crate) shutdown: crate::shutdown::Shutdown,
@@ -532,7 +529,6 @@ impl StageSettings {
             guarantee,
             transaction_interval,
             standby,
-            stop_after: None,
             shutdown: crate::shutdown::Shutdown::new(),
         })
     }

@@ -21,7 +21,9 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
-use crate::bench_stage::{cpu_seconds, create_topics, load_lines, produce, settings};
+use crate::bench_stage::{
+    cpu_seconds, create_topics, load_lines, produce, settings, stop_when_answered, Reads,
+};
 use crate::config::Role;
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{Index, IndexParams};
@@ -770,7 +772,7 @@ fn latency_run_single(
         crate::config::Guarantee::AtLeastOnce,
         None,
     )?;
-    s.stop_after = Some(lines.len() as u64);
+    let reads = vec![Reads::of(&s, lines.len())];
     let allowed = cores_of(&mask_of(0)?);
     let mut guard = Pinned::default();
     let own = match allowed.split_last() {
@@ -789,6 +791,7 @@ fn latency_run_single(
     };
     let pinned = own.is_some();
     let shutdown = Shutdown::new();
+    let watch = stop_when_answered(b, reads, &shutdown);
     let stop = shutdown.clone();
     let h = std::thread::spawn(move || {
         if let Some(set) = own {
@@ -806,6 +809,7 @@ fn latency_run_single(
     let sum = h
         .join()
         .map_err(|_| anyhow::anyhow!("the stage thread panicked"))?;
+    let _ = watch.join();
     drop(guard);
     fed?;
     let sum = sum?;
@@ -842,8 +846,8 @@ fn latency_run(
     create_topics(b, &[lt("in")], a.partitions)?;
     create_topics(b, &[lt("signed"), lt("changelog")], 1)?;
     create_topics(b, &[lt("unique"), lt("duplicate"), lt("dead")], 3)?;
-    let role = |r: Role, sub: &str, stop_after: u64| -> Result<StageSettings> {
-        let mut s = settings(
+    let role = |r: Role, sub: &str| -> Result<StageSettings> {
+        settings(
             Mode::Run,
             r,
             b,
@@ -853,12 +857,12 @@ fn latency_run(
             &a.kafka_property,
             crate::config::Guarantee::AtLeastOnce,
             None,
-        )?;
-        s.stop_after = Some(stop_after);
-        Ok(s)
+        )
     };
-    let ss = role(Role::Signer, "lat-signer", n as u64)?;
-    let sd = role(Role::Decider, "lat-index", valid)?;
+    let ss = role(Role::Signer, "lat-signer")?;
+    let sd = role(Role::Decider, "lat-index")?;
+    // the signers answer every fed page, the decider every valid one
+    let reads = vec![Reads::of(&ss, n), Reads::of(&sd, valid as usize)];
     // the pinned role gets the last core this process may use, the rest everything else
     let allowed = cores_of(&mask_of(0)?);
     let pinned = a.pin.filter(|_| allowed.len() >= 2);
@@ -886,6 +890,7 @@ fn latency_run(
     let own_cores = |role: Role| (pinned == Some(role)).then(|| mask(&own));
     let (own_signer, own_decider) = (own_cores(Role::Signer), own_cores(Role::Decider));
     let shutdown = Shutdown::new();
+    let watch = stop_when_answered(b, reads, &shutdown);
     let run_pinned = |set: Option<libc::cpu_set_t>, s: StageSettings| {
         let stop = shutdown.clone();
         move || {
@@ -909,6 +914,7 @@ fn latency_run(
             .map_err(|_| anyhow::anyhow!("a stage thread panicked"))?
     };
     let (sig_sum, dec_sum) = (join(hs), join(hd));
+    let _ = watch.join();
     drop(guard);
     fed?;
     let (sig_sum, dec_sum) = (sig_sum?, dec_sum?);

@@ -17,6 +17,7 @@ use crate::config::{
     Role, SignatureOptions, StageOptions,
 };
 use crate::index::IndexParams;
+use crate::shutdown::Shutdown;
 use crate::stage::{self, Mode, StageSettings};
 use neardup::cli::input;
 
@@ -76,6 +77,88 @@ pub(super) fn create_topics(brokers: &str, names: &[String], partitions: i32) ->
         }
     }
     Ok(())
+}
+
+/// What a stage fed by a benchmark has answered: its group's committed offsets on the
+/// topics it reads.
+pub(super) struct Reads {
+    /// The stage's consumer group.
+    pub group: String,
+    /// Its input topics (produced without transactions, so an end offset counts records).
+    pub topics: Vec<String>,
+    /// Records the feed puts in them.
+    pub records: i64,
+}
+
+impl Reads {
+    /// What `s` reads, `records` of them.
+    pub(super) fn of(s: &StageSettings, records: usize) -> Reads {
+        Reads {
+            group: s.group_id.clone(),
+            topics: s.input_topics.clone(),
+            records: records as i64,
+        }
+    }
+
+    /// Whether the group has committed the end of every partition, `records` in all.
+    fn done(&self, brokers: &str) -> Result<bool> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::{Offset, TopicPartitionList};
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", brokers)
+            .set("group.id", &self.group)
+            .create()?;
+        let wait = Duration::from_secs(10);
+        let (mut ends, mut list) = (0, TopicPartitionList::new());
+        let mut end = std::collections::HashMap::new();
+        for t in &self.topics {
+            let md = c.fetch_metadata(Some(t), wait)?;
+            for p in md.topics()[0].partitions() {
+                let high = c.fetch_watermarks(t, p.id(), wait)?.1;
+                ends += high;
+                end.insert((t.clone(), p.id()), high);
+                list.add_partition(t, p.id());
+            }
+        }
+        if ends < self.records {
+            return Ok(false);
+        }
+        let committed = c.committed_offsets(list, wait)?;
+        Ok(committed.elements().iter().all(|e| {
+            let high = end[&(e.topic().to_string(), e.partition())];
+            high == 0 || matches!(e.offset(), Offset::Offset(o) if o >= high)
+        }))
+    }
+}
+
+/// Stops stages the way an operator does once they have answered everything they were fed:
+/// through their shutdown handle, when every group in `reads` has committed its topics'
+/// ends (the stages commit an offset only after its output is acknowledged). A thread,
+/// which also ends when `shutdown` is stopped by someone else.
+pub(super) fn stop_when_answered(
+    brokers: &str,
+    reads: Vec<Reads>,
+    shutdown: &Shutdown,
+) -> std::thread::JoinHandle<()> {
+    let (brokers, shutdown) = (brokers.to_string(), shutdown.clone());
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(3600);
+        while !shutdown.requested() {
+            match reads.iter().try_fold(true, |all, r| {
+                Ok::<_, anyhow::Error>(all && r.done(&brokers)?)
+            }) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => eprintln!("  cannot read the stages' progress ({e:#}): trying again"),
+            }
+            if Instant::now() > deadline {
+                eprintln!("  the stages have not answered every record in an hour: stopping them");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        shutdown.stop();
+    })
 }
 
 /// The loading producer: large batches to load a topic fast, or, feeding at a rate (a
@@ -349,7 +432,7 @@ pub fn run(
         .map(|t| format!("{run2}-{t}"))
         .collect();
     create_topics(brokers, &topics2, partitions)?;
-    let mut s2 = settings(
+    let s2 = settings(
         Mode::Run,
         Role::All,
         brokers,
@@ -360,15 +443,23 @@ pub fn run(
         args.guarantee,
         args.transaction_interval,
     )?;
-    s2.stop_after = Some(lines.len() as u64);
     let feed = 0.8 * stage_rate;
-    let stage_thread = std::thread::spawn(move || stage::run(s2, crate::shutdown::Shutdown::new()));
+    let shutdown = Shutdown::new();
+    let watch = stop_when_answered(brokers, vec![Reads::of(&s2, lines.len())], &shutdown);
+    let stop = shutdown.clone();
+    let stage_thread = std::thread::spawn(move || stage::run(s2, stop));
     // let the consumer join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
-    produce(brokers, &topics2[0], &lines, partitions, Some(feed))?;
+    let fed = produce(brokers, &topics2[0], &lines, partitions, Some(feed));
+    if fed.is_err() {
+        shutdown.stop();
+    }
     let lat = stage_thread
         .join()
-        .map_err(|_| anyhow::anyhow!("the stage thread panicked"))??;
+        .map_err(|_| anyhow::anyhow!("the stage thread panicked"))?;
+    let _ = watch.join();
+    fed?;
+    let lat = lat?;
     eprintln!(
         "  neardup run at {feed:.0} records/s: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         lat.latency_p50_ms, lat.latency_p99_ms, lat.latency_max_ms

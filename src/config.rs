@@ -3,8 +3,16 @@
 //!
 //! A flag `--spot-distance` is the variable `NEARDUP_SPOT_DISTANCE` and the key
 //! `spot-distance` in the file's section for its group (`[signature]`, `[detect]`,
-//! `[dedup]`, `[kafka]`, `[stage]`, `[replay]`). Precedence: flag, then variable, then file, then the default. Unknown keys
-//! in the file are rejected with the file name and the key.
+//! `[dedup]`, `[kafka]`, `[stage]`, `[replay]`, `[serve]`). Unknown keys in the file are
+//! rejected with the file name and the key.
+//!
+//! A command line's option groups ([`Options`]; clap fills each from its flag, then its
+//! variable) are laid over the file once, in [`Config::resolve`], which fills the defaults
+//! and validates: precedence flag, variable, file, default. Each layer owns its settings
+//! type and its defaults: the core its [`IndexParams`] and [`SignatureConfig`], serving its
+//! [`crate::serving::Limits`], the HTTP server its [`crate::http::HttpLimits`], file mode
+//! its [`DedupSettings`] (here), and the stage its `StageSettings`, which it builds from the
+//! resolved [`Config`]. Defaults shared by several commands are the named constants below.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +28,22 @@ pub use crate::telemetry::LogFormat;
 use crate::text::{Language, StripMode};
 
 use neardup_core::impl_from_str_serde;
+
+/// Index directory of `dedup`, `run` and `replay`.
+pub const DEFAULT_INDEX: &str = "neardup-index";
+/// Largest input record, bytes (`dedup`, `run`, `replay`): larger ones are dead letters.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
+/// The HTTP listener of `run` and `serve`.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:9464";
+/// `dedup`'s unique output (`-`: stdout).
+pub const DEFAULT_UNIQUE_OUTPUT: &str = "-";
+/// `dedup`'s dead letters, created on the first one.
+pub const DEFAULT_DEAD_LETTER_FILE: &str = "neardup-dead-letter.jsonl";
+
+/// Signing threads when none are set: one a core this process may use.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
 
 /// Environment variables renamed with their flags (old, new): the old name is still read when
 /// the new one is not set.
@@ -117,7 +141,7 @@ impl SignatureOptions {
         self
     }
 
-    /// The signing settings, defaults filled in (SpotSigs; [`index_params`] sets the family
+    /// The signing settings, defaults filled in (SpotSigs; [`Config::resolve`] sets the family
     /// of the method).
     pub fn resolve(&self) -> Result<SignatureConfig> {
         let d = SignatureConfig::default();
@@ -522,12 +546,199 @@ impl ServeOptions {
     }
 }
 
-/// The serving limits from the command line, with the file underneath, validated.
-pub fn serve_limits(
-    cli: &ServeOptions,
-    file: &FileConfig,
-) -> Result<(crate::serving::Limits, crate::http::HttpLimits)> {
-    let o = cli.clone().or(file.serve.clone());
+/// Settings of `neardup replay` (`[replay]` in the file).
+#[derive(Args, Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ReplayOptions {
+    /// Where to start: earliest, an RFC 3339 time, or topic:partition:offset,… [default: earliest]
+    #[arg(long, env = "NEARDUP_START")]
+    pub start: Option<String>,
+    /// Decide and count, produce nothing and leave the index unchanged
+    #[arg(long, env = "NEARDUP_DRY_RUN", num_args = 0..=1, default_missing_value = "true")]
+    pub dry_run: Option<bool>,
+}
+
+impl ReplayOptions {
+    fn or(mut self, o: ReplayOptions) -> ReplayOptions {
+        or_fields!(self, o; start, dry_run);
+        self
+    }
+}
+
+/// Every option group of a command line as clap filled it (flag, then variable); a command
+/// leaves the groups it does not take at their defaults (all open).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `[signature]`
+    pub signature: SignatureOptions,
+    /// `[detect]`, except method and threshold
+    pub detect: DetectOptions,
+    /// Method and threshold (`[detect]`)
+    pub method: MethodOptions,
+    /// `[dedup]`
+    pub dedup: DedupOptions,
+    /// `[kafka]`
+    pub kafka: KafkaOptions,
+    /// `[stage]`
+    pub stage: StageOptions,
+    /// `[replay]`
+    pub replay: ReplayOptions,
+    /// `[serve]`
+    pub serve: ServeOptions,
+}
+
+impl Options {
+    /// The options with the file's values under every one left open: the one place the
+    /// layers meet.
+    fn over(self, file: &FileConfig) -> Options {
+        let fd = &file.detect;
+        Options {
+            signature: self.signature.or(file.signature.clone()),
+            detect: self.detect.or(DetectOptions {
+                measure: fd.measure,
+                rh: fd.rh,
+                m: fd.m,
+                min_signatures: fd.min_signatures,
+                frequencies: fd.frequencies,
+                retention: fd.retention,
+            }),
+            method: MethodOptions {
+                method: self.method.method.or(fd.method),
+                threshold: self.method.threshold.or(fd.threshold),
+            },
+            dedup: self.dedup.or(file.dedup.clone()),
+            kafka: self.kafka.or(file.kafka.clone()),
+            stage: self.stage.or(file.stage.clone()),
+            replay: self.replay.or(file.replay.clone()),
+            serve: self.serve.or(file.serve.clone()),
+        }
+    }
+}
+
+/// File-mode settings (`neardup dedup`), resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DedupSettings {
+    /// Index directory.
+    pub index: PathBuf,
+    /// Unique and skipped records (`-`: stdout).
+    pub unique: PathBuf,
+    /// Duplicates, when not with the unique records.
+    pub duplicates: Option<PathBuf>,
+    /// Dead letters.
+    pub dead_letter: PathBuf,
+    /// Keep the stripped text in tagged records.
+    pub keep_text: bool,
+    /// Largest input record.
+    pub max_record_bytes: usize,
+    /// Signing threads.
+    pub jobs: usize,
+}
+
+/// The one validated configuration of a command: its options laid over the file, the
+/// defaults filled in. The stage's groups stay as options, laid over the file, for the
+/// stage to build its settings from (`StageSettings::resolve`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Signature and detection settings.
+    pub params: IndexParams,
+    /// Retention window (none: keep).
+    pub retention: Option<Duration>,
+    /// File mode.
+    pub dedup: DedupSettings,
+    /// Limits of `/v1/group` and `/v1/explain`.
+    pub serving: crate::serving::Limits,
+    /// Limits of the HTTP server.
+    pub http: crate::http::HttpLimits,
+    /// `[kafka]`, flags over the file.
+    pub kafka: KafkaOptions,
+    /// `[stage]`, flags over the file.
+    pub stage: StageOptions,
+    /// `[replay]`, flags over the file.
+    pub replay: ReplayOptions,
+}
+
+impl Config {
+    /// Lays `flags` over the file, fills the defaults and validates.
+    pub fn resolve(flags: Options, file: &FileConfig) -> Result<Config> {
+        let o = flags.over(file);
+        let params = index_params(&o)?;
+        let (serving, http) = serve_limits(&o.serve)?;
+        let d = &o.dedup;
+        let dedup = DedupSettings {
+            index: d.index.clone().unwrap_or_else(|| DEFAULT_INDEX.into()),
+            unique: d
+                .unique
+                .clone()
+                .unwrap_or_else(|| DEFAULT_UNIQUE_OUTPUT.into()),
+            duplicates: d.duplicates.clone(),
+            dead_letter: d
+                .dead_letter
+                .clone()
+                .unwrap_or_else(|| DEFAULT_DEAD_LETTER_FILE.into()),
+            keep_text: !d.no_text.unwrap_or(false),
+            max_record_bytes: d.max_record_bytes.unwrap_or(DEFAULT_MAX_RECORD_BYTES),
+            jobs: d.jobs.unwrap_or_else(default_jobs),
+        };
+        if dedup.max_record_bytes == 0 {
+            bail!("max-record-bytes must be at least 1");
+        }
+        if dedup.jobs == 0 {
+            bail!("jobs must be at least 1");
+        }
+        Ok(Config {
+            params,
+            retention: o.detect.retention,
+            dedup,
+            serving,
+            http,
+            kafka: o.kafka,
+            stage: o.stage,
+            replay: o.replay,
+        })
+    }
+}
+
+/// Reads the TOML file, if one is given.
+pub fn load_file(path: Option<&Path>) -> Result<FileConfig> {
+    let Some(path) = path else {
+        return Ok(FileConfig::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+}
+
+/// The index parameters of laid-over options.
+fn index_params(o: &Options) -> Result<IndexParams> {
+    let det = &o.detect;
+    let d = IndexParams::default();
+    let method = o.method.method.unwrap_or(d.method);
+    let mut signature = o.signature.resolve()?;
+    signature.features = method.features();
+    if signature.features != Features::Sentences {
+        // a setting of the sentence family only; not kept in another index's parameters
+        signature.sentence_sample = SignatureConfig::default().sentence_sample;
+    }
+    let p = IndexParams {
+        method,
+        measure: det.measure.unwrap_or(d.measure),
+        threshold: o.method.threshold.unwrap_or(d.threshold),
+        rh: det.rh.unwrap_or(d.rh),
+        m: det.m.unwrap_or(d.m),
+        min_signatures: det
+            .min_signatures
+            .unwrap_or(method.default_min_signatures()),
+        signature,
+        frequencies: det.frequencies.unwrap_or(d.frequencies),
+    };
+    if !(p.threshold > 0.0 && p.threshold <= 1.0) {
+        bail!("threshold must be within (0, 1] (got {})", p.threshold);
+    }
+    Ok(p)
+}
+
+/// The serving limits of laid-over options, validated.
+fn serve_limits(o: &ServeOptions) -> Result<(crate::serving::Limits, crate::http::HttpLimits)> {
     let d = crate::serving::Limits::default();
     let h = crate::http::HttpLimits::default();
     let limits = crate::serving::Limits {
@@ -555,138 +766,96 @@ pub fn serve_limits(
     Ok((limits, http))
 }
 
-/// Settings of `neardup replay` (`[replay]` in the file).
-#[derive(Args, Deserialize, Debug, Clone, Default)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct ReplayOptions {
-    /// Where to start: earliest, an RFC 3339 time, or topic:partition:offset,… [default: earliest]
-    #[arg(long, env = "NEARDUP_START")]
-    pub start: Option<String>,
-    /// Decide and count, produce nothing and leave the index unchanged
-    #[arg(long, env = "NEARDUP_DRY_RUN", num_args = 0..=1, default_missing_value = "true")]
-    pub dry_run: Option<bool>,
-}
-
-impl ReplayOptions {
-    fn or(mut self, o: ReplayOptions) -> ReplayOptions {
-        or_fields!(self, o; start, dry_run);
-        self
-    }
-}
-
-/// Kafka settings from the command line with the file underneath.
-pub fn kafka_options(cli: &KafkaOptions, file: &FileConfig) -> KafkaOptions {
-    cli.clone().or(file.kafka.clone())
-}
-
-/// Stage settings from the command line with the file underneath.
-pub fn stage_options(cli: &StageOptions, file: &FileConfig) -> StageOptions {
-    cli.clone().or(file.stage.clone())
-}
-
-/// Replay settings from the command line with the file underneath.
-pub fn replay_options(cli: &ReplayOptions, file: &FileConfig) -> ReplayOptions {
-    cli.clone().or(file.replay.clone())
-}
-
-/// Reads the TOML file, if one is given.
-pub fn load_file(path: Option<&Path>) -> Result<FileConfig> {
-    let Some(path) = path else {
-        return Ok(FileConfig::default());
-    };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read config file {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
-}
-
-/// Builds the index parameters from the command line, with the file underneath.
-pub fn index_params(
-    sig: &SignatureOptions,
-    det: &DetectOptions,
-    method: Option<Method>,
-    threshold: Option<f64>,
-    file: &FileConfig,
-) -> Result<IndexParams> {
-    let sig = sig.clone().or(file.signature.clone());
-    let fd = &file.detect;
-    let det = det.clone().or(DetectOptions {
-        measure: fd.measure,
-        rh: fd.rh,
-        m: fd.m,
-        min_signatures: fd.min_signatures,
-        frequencies: fd.frequencies,
-        retention: fd.retention,
-    });
-    let d = IndexParams::default();
-    let method = method.or(fd.method).unwrap_or(d.method);
-    let mut signature = sig.resolve()?;
-    signature.features = method.features();
-    if signature.features != Features::Sentences {
-        // a setting of the sentence family only; not kept in another index's parameters
-        signature.sentence_sample = SignatureConfig::default().sentence_sample;
-    }
-    let p = IndexParams {
-        method,
-        measure: det.measure.unwrap_or(d.measure),
-        threshold: threshold.or(fd.threshold).unwrap_or(d.threshold),
-        rh: det.rh.unwrap_or(d.rh),
-        m: det.m.unwrap_or(d.m),
-        min_signatures: det
-            .min_signatures
-            .unwrap_or(method.default_min_signatures()),
-        signature,
-        frequencies: det.frequencies.unwrap_or(d.frequencies),
-    };
-    if !(p.threshold > 0.0 && p.threshold <= 1.0) {
-        bail!("threshold must be within (0, 1] (got {})", p.threshold);
-    }
-    Ok(p)
-}
-
-/// The retention window from the command line or the file.
-pub fn retention(det: &DetectOptions, file: &FileConfig) -> Option<Duration> {
-    det.retention.or(file.detect.retention)
-}
-
-/// File-mode settings from the command line with the file underneath.
-pub fn dedup_options(cli: &DedupOptions, file: &FileConfig) -> DedupOptions {
-    cli.clone().or(file.dedup.clone())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn params(o: Options, file: &FileConfig) -> Result<IndexParams> {
+        Config::resolve(o, file).map(|c| c.params)
+    }
 
     #[test]
     fn file_fills_what_flags_leave_open_and_rejects_unknown_keys() {
         let file: FileConfig = toml::from_str(
             "[signature]\nspot-distance = 2\nchain-len = 3\n[detect]\nthreshold = 0.6\n\
-             method = \"spotsigs\"\nretention = \"7d\"\n[dedup]\nno-text = true\n",
+             method = \"spotsigs\"\nretention = \"7d\"\n[dedup]\nno-text = true\n\
+             [serve]\nmax-group-items = 7\n[stage]\nmax-in-flight = 9\n",
         )
         .unwrap();
-        let flags = SignatureOptions {
-            chain_len: Some(1),
+        let flags = Options {
+            signature: SignatureOptions {
+                chain_len: Some(1),
+                ..Default::default()
+            },
+            dedup: DedupOptions {
+                jobs: Some(3),
+                ..Default::default()
+            },
             ..Default::default()
         };
-        let p = index_params(&flags, &DetectOptions::default(), None, None, &file).unwrap();
-        assert_eq!(p.signature.spot_distance, 2);
-        assert_eq!(p.signature.chain_len, 1, "a flag wins over the file");
-        assert_eq!(p.threshold, 0.6);
-        assert_eq!(p.method, Method::Spotsigs);
+        let c = Config::resolve(flags, &file).unwrap();
+        assert_eq!(c.params.signature.spot_distance, 2);
+        assert_eq!(c.params.signature.chain_len, 1, "a flag wins over the file");
+        assert_eq!(c.params.threshold, 0.6);
+        assert_eq!(c.params.method, Method::Spotsigs);
+        assert_eq!(c.retention, Some(Duration::from_secs(7 * 86400)));
+        assert!(!c.dedup.keep_text);
+        assert_eq!(c.dedup.jobs, 3);
+        assert_eq!(c.serving.max_items, 7);
         assert_eq!(
-            retention(&DetectOptions::default(), &file),
-            Some(Duration::from_secs(7 * 86400))
+            c.stage.max_in_flight,
+            Some(9),
+            "the stage's group, laid over the file"
         );
         let err = toml::from_str::<FileConfig>("[detect]\nthreshhold = 0.5\n").unwrap_err();
         assert!(err.to_string().contains("threshhold"), "{err}");
-        let bad = index_params(
-            &SignatureOptions::default(),
-            &DetectOptions::default(),
-            None,
-            Some(1.5),
-            &FileConfig::default(),
+        let bad = Options {
+            method: MethodOptions {
+                threshold: Some(1.5),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(params(bad, &FileConfig::default()).is_err());
+    }
+
+    /// With nothing set, every setting is its named default.
+    #[test]
+    fn defaults_are_the_named_constants() {
+        let c = Config::resolve(Options::default(), &FileConfig::default()).unwrap();
+        assert_eq!(c.params, IndexParams::default());
+        assert_eq!(c.retention, None);
+        assert_eq!(
+            c.dedup,
+            DedupSettings {
+                index: DEFAULT_INDEX.into(),
+                unique: DEFAULT_UNIQUE_OUTPUT.into(),
+                duplicates: None,
+                dead_letter: DEFAULT_DEAD_LETTER_FILE.into(),
+                keep_text: true,
+                max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+                jobs: default_jobs(),
+            }
         );
-        assert!(bad.is_err());
+        assert_eq!(c.serving, crate::serving::Limits::default());
+        for zero in [
+            Options {
+                dedup: DedupOptions {
+                    jobs: Some(0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            Options {
+                serve: ServeOptions {
+                    max_group_items: Some(0),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        ] {
+            assert!(Config::resolve(zero, &FileConfig::default()).is_err());
+        }
     }
 
     /// The fingerprint flags have names that say what they set; the old ones still work, on
@@ -726,15 +895,20 @@ mod tests {
             "[signature]\nsentence-sample = 128\n[detect]\nmethod = \"sentences\"\n",
         )
         .unwrap();
-        let none = SignatureOptions::default();
-        let det = DetectOptions::default();
-        let p = index_params(&none, &det, None, None, &file).unwrap();
+        let p = params(Options::default(), &file).unwrap();
         assert_eq!(p.method, Method::Sentences);
         assert_eq!(p.signature.features, Features::Sentences);
         assert_eq!(p.signature.sentence_sample, 128);
         assert_eq!(p.min_signatures, 5);
         // a flag's method wins, and brings its own family and minimum
-        let p = index_params(&none, &det, Some(Method::Spotsigs), None, &file).unwrap();
+        let spotsigs = Options {
+            method: MethodOptions {
+                method: Some(Method::Spotsigs),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let p = params(spotsigs, &file).unwrap();
         assert_eq!(p.signature.features, Features::Spotsigs);
         assert_eq!(p.min_signatures, 10);
         assert_eq!(
@@ -747,12 +921,19 @@ mod tests {
             min_signatures: Some(2),
             ..Default::default()
         };
-        let p = index_params(&none, &det, None, None, &file).unwrap();
-        assert_eq!(p.min_signatures, 2);
-        let zero = SignatureOptions {
-            sentence_sample: Some(0),
+        let two = Options {
+            detect: det.clone(),
             ..Default::default()
         };
-        assert!(index_params(&zero, &det, None, None, &file).is_err());
+        assert_eq!(params(two, &file).unwrap().min_signatures, 2);
+        let zero = Options {
+            signature: SignatureOptions {
+                sentence_sample: Some(0),
+                ..Default::default()
+            },
+            detect: det,
+            ..Default::default()
+        };
+        assert!(params(zero, &file).is_err());
     }
 }

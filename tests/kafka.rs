@@ -300,6 +300,29 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
     assert!(!fresh.exists(), "a dry run must not create the index");
     let after = b.read(&OUTPUTS, records.len() + 1, Duration::from_secs(3));
     assert_eq!(after.len(), records.len(), "a dry run produced records");
+
+    // refused at once, with what is wrong: output topics that do not exist (a replay would
+    // hold its records until its grace period ran out, and nothing delivers them again), and
+    // a start past a partition's end (nothing there to replay)
+    let refused = |args: &[&str], why: &str| {
+        let out = neardup()
+            .args(["replay", "--brokers", &b.addr(), "--index"])
+            .arg(dir.path().join("refused-index"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    };
+    refused(
+        &["--unique-topic", "nowhere-unique"],
+        "output topic nowhere-unique does not exist",
+    );
+    refused(
+        &["--start", "pages:0:1000000"],
+        "start pages:0:1000000 is past the end of the partition",
+    );
 }
 
 /// Reads all outputs (at least `n`, then until quiet) and checks: every input id answered,

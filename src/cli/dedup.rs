@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::input::{self, Line};
 use crate::config::{
-    self, DedupOptions, DetectOptions, FileConfig, MethodOptions, SignatureOptions,
+    Config, DedupOptions, DetectOptions, FileConfig, MethodOptions, Options, SignatureOptions,
 };
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index};
@@ -111,19 +111,18 @@ fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
 
 /// Runs `neardup dedup`.
 pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
-    let params = config::index_params(
-        &args.signature,
-        &args.detect,
-        args.method.method,
-        args.method.threshold,
+    let c = Config::resolve(
+        Options {
+            signature: args.signature.clone(),
+            detect: args.detect.clone(),
+            method: args.method.clone(),
+            dedup: args.io.clone(),
+            ..Default::default()
+        },
         file,
     )?;
-    let retention = config::retention(&args.detect, file);
-    let io = config::dedup_options(&args.io, file);
-    let index_dir = io
-        .index
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("neardup-index"));
+    let (params, retention, io) = (c.params, c.retention, c.dedup);
+    let index_dir = io.index.clone();
     let index = Index::open_dir(&index_dir, params.clone())
         .with_context(|| format!("cannot open index {}", index_dir.display()))?;
     if let Some(why) = index
@@ -134,26 +133,19 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     }
     let mut dedup = Deduplicator::new(index)?;
     let signer = dedup.signer();
-    let keep_text = !io.no_text.unwrap_or(false);
-    let max_record = io.max_record_bytes.unwrap_or(64 << 20);
-    let jobs = io
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let (keep_text, max_record, jobs) = (io.keep_text, io.max_record_bytes, io.jobs);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
+        .num_threads(jobs)
         .thread_name(|i| format!("neardup-sign-{i}"))
         .build()?;
 
-    let unique_path = io.unique.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let unique_path = io.unique.clone();
     let mut unique_out = BufWriter::new(create(&unique_path)?);
     let mut dup_out = match &io.duplicates {
         Some(p) if *p != unique_path => Some(BufWriter::new(create(p)?)),
         _ => None,
     };
-    let dead_path = io
-        .dead_letter
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("neardup-dead-letter.jsonl"));
+    let dead_path = io.dead_letter.clone();
     let mut dead_out: Option<BufWriter<Box<dyn Write + Send>>> = None;
     let input_name = args.input.display().to_string();
     // the bar counts decompressed bytes, so a gzip input gets a spinner instead of a total

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use super::{input, report};
-use crate::config::{self, DetectOptions, FileConfig, SignatureOptions};
+use crate::config::{Config, DetectOptions, FileConfig, MethodOptions, Options, SignatureOptions};
 use crate::dedup::{Deduplicator, PageRef};
 use crate::index::{DecisionKind, Index, Method};
 use crate::signature::{Signed, Signer};
@@ -219,13 +219,16 @@ pub fn run(args: EvalArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let mut method_params = Vec::new();
     let mut signers: Vec<Signer> = Vec::new();
     for &method in &methods {
-        let params = config::index_params(
-            &args.signature,
-            &args.detect,
-            Some(method),
-            Some(thresholds[0]),
-            file,
-        )?;
+        let options = Options {
+            signature: args.signature.clone(),
+            detect: args.detect.clone(),
+            method: MethodOptions {
+                method: Some(method),
+                threshold: Some(thresholds[0]),
+            },
+            ..Default::default()
+        };
+        let params = Config::resolve(options, file)?.params;
         let at = match signers.iter().position(|s| *s.config() == params.signature) {
             Some(at) => at,
             None => {

@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::input;
-use crate::config::{self, FileConfig, ServeOptions};
+use super::serve::serve_config;
+use crate::config::{FileConfig, ServeOptions};
 use crate::index::{Index, IndexParams};
 use crate::serving::{GroupRequest, Item, PageItem, Service};
 
@@ -64,7 +65,7 @@ fn item(v: serde_json::Value) -> Result<Item, String> {
 
 /// Runs `neardup group`.
 pub fn run(a: GroupArgs, file: &FileConfig) -> Result<()> {
-    let (limits, _) = config::serve_limits(&a.serve, file)?;
+    let limits = serve_config(&a.serve, file)?.serving;
     let mut items: Vec<Item> = a.ids.iter().cloned().map(Item::Id).collect();
     if let Some(path) = &a.input {
         let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {

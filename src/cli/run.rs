@@ -5,8 +5,8 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::config::{
-    self, DetectOptions, FileConfig, KafkaOptions, MethodOptions, ReplayOptions, ServeOptions,
-    SignatureOptions, StageOptions,
+    Config, DetectOptions, FileConfig, KafkaOptions, MethodOptions, Options, ReplayOptions,
+    ServeOptions, SignatureOptions, StageOptions,
 };
 use crate::shutdown::Shutdown;
 use crate::stage::{self, Mode, StageSettings, StageSummary};
@@ -56,23 +56,22 @@ pub fn stage_settings(
     replay: &ReplayOptions,
     file: &FileConfig,
 ) -> Result<StageSettings> {
-    let params = config::index_params(
-        &a.signature,
-        &a.detect,
-        a.method.method,
-        a.method.threshold,
-        file,
-    )?;
-    let mut s = StageSettings::resolve(
-        mode,
-        &config::kafka_options(&a.kafka, file),
-        &config::stage_options(&a.stage, file),
-        &config::replay_options(replay, file),
-        params,
-        config::retention(&a.detect, file),
-    )?;
-    (s.serving, s.http) = config::serve_limits(&a.serve, file)?;
-    Ok(s)
+    StageSettings::resolve(mode, &config(a, replay, file)?)
+}
+
+/// The configuration of a `run` / `replay` command line and the file.
+pub fn config(a: &RunArgs, replay: &ReplayOptions, file: &FileConfig) -> Result<Config> {
+    let o = Options {
+        signature: a.signature.clone(),
+        detect: a.detect.clone(),
+        method: a.method.clone(),
+        kafka: a.kafka.clone(),
+        stage: a.stage.clone(),
+        replay: replay.clone(),
+        serve: a.serve.clone(),
+        ..Default::default()
+    };
+    Config::resolve(o, file)
 }
 
 fn go(s: StageSettings, check: bool, shutdown: Shutdown) -> Result<Option<StageSummary>> {

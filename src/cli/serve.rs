@@ -12,7 +12,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tracing::{info, warn};
 
-use crate::config::{self, parse_duration, FileConfig, LogFormat, ServeOptions};
+use crate::config::{
+    default_jobs, parse_duration, Config, FileConfig, LogFormat, Options, ServeOptions,
+    DEFAULT_LISTEN,
+};
 use crate::http::{self, AppState, ServiceSlot};
 use crate::index::IndexReader;
 use crate::serving::Service;
@@ -71,13 +74,23 @@ pub fn open_follower(
     Ok((reader, own))
 }
 
+/// The configuration of `serve` and `group`: their `[serve]` limits over the file's.
+pub fn serve_config(serve: &ServeOptions, file: &FileConfig) -> Result<Config> {
+    let o = Options {
+        serve: serve.clone(),
+        ..Default::default()
+    };
+    Config::resolve(o, file)
+}
+
 /// Runs `neardup serve` until `shutdown` is triggered (in the binary: SIGTERM / SIGINT).
 pub fn run(a: ServeArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
-    let (limits, http_limits) = config::serve_limits(&a.serve, file)?;
+    let c = serve_config(&a.serve, file)?;
+    let (limits, http_limits) = (c.serving, c.http);
     let listen: std::net::SocketAddr = a
         .listen
         .as_deref()
-        .unwrap_or("0.0.0.0:9464")
+        .unwrap_or(DEFAULT_LISTEN)
         .trim()
         .parse()
         .with_context(|| format!("invalid listen address {:?}: use IP:PORT", a.listen))?;
@@ -85,9 +98,7 @@ pub fn run(a: ServeArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
     if catch_up.is_zero() {
         anyhow::bail!("catch-up must be above zero");
     }
-    let jobs = a
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let jobs = a.jobs.unwrap_or_else(default_jobs);
     if jobs == 0 {
         anyhow::bail!("jobs must be at least 1");
     }

@@ -14,9 +14,9 @@ use rdkafka::admin::{AdminOptions, NewTopic, ResourceSpecifier, TopicReplication
 use rdkafka::error::RDKafkaErrorCode;
 use serde::Serialize;
 
-use super::run::{stage_settings, RunArgs};
+use super::run::RunArgs;
 use crate::config::{FileConfig, ReplayOptions};
-use crate::stage::{kafka, Mode};
+use crate::stage::{kafka, Mode, StageSettings};
 
 /// `neardup topics …`.
 #[derive(Subcommand, Debug)]
@@ -62,16 +62,13 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
     if a.partitions < 1 || a.replication_factor < 1 {
         bail!("partitions and replication-factor must be at least 1");
     }
-    let mut s = stage_settings(Mode::Run, &a.run, &ReplayOptions::default(), file)?;
+    let c = super::run::config(&a.run, &ReplayOptions::default(), file)?;
+    let mut s = StageSettings::resolve(Mode::Run, &c)?;
     // the changelog is the decider's: named as a decider names it
-    s.changelog_topic = match crate::config::kafka_options(&a.run.kafka, file)
-        .changelog_topic
-        .as_deref()
-        .map(str::trim)
-    {
+    s.changelog_topic = match c.kafka.changelog_topic.as_deref().map(str::trim) {
         Some("off") => None,
         Some(t) => Some(t.to_string()),
-        None => Some("pages-index-changelog".into()),
+        None => Some(crate::stage::settings::DEFAULT_CHANGELOG_TOPIC.into()),
     };
     if a.run.check_config {
         // validate offline, as run --check-config does: nothing connects

@@ -17,7 +17,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tracing::{info, warn};
 
 use super::settings::{is_secret, StageSettings, Start};
-use crate::config::Guarantee;
+use crate::config::{Guarantee, Role};
 use crate::telemetry::{self as tm, Health};
 
 /// The stage's consumer.
@@ -166,6 +166,10 @@ impl ClientContext for StageContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
+        if matches!(error, KafkaError::PartitionEOF(_)) {
+            // the end of a partition, which a replay asks to be told of: no error
+            return;
+        }
         metrics::counter!(tm::KAFKA_ERRORS, "code" => code(&error)).increment(1);
         if error.rdkafka_error_code() == Some(RDKafkaErrorCode::AllBrokersDown) {
             self.health.brokers_down.store(true, Ordering::Relaxed);
@@ -264,6 +268,30 @@ pub fn validate(s: &StageSettings) -> Result<()> {
         .create_native_config()
         .map_err(|e| anyhow::anyhow!("invalid producer property: {e}"))?;
     Ok(())
+}
+
+/// The output topics the brokers say do not exist (the stage would hold its records until
+/// its grace period ran out); a topic whose metadata cannot be read now is not named.
+pub fn missing_outputs(c: &StageConsumer, s: &StageSettings) -> Vec<String> {
+    let outputs = match s.role {
+        Role::Signer => vec![&s.signed_topic, &s.dead_letter_topic],
+        _ => vec![&s.unique_topic, &s.duplicate_topic, &s.dead_letter_topic],
+    };
+    let mut missing = Vec::new();
+    for t in outputs {
+        if let Ok(md) = c.fetch_metadata(Some(t), Duration::from_secs(10)) {
+            let gone = md.topics().iter().find(|m| m.name() == t).is_none_or(|m| {
+                m.partitions().is_empty()
+                    || m.error().is_some_and(|e| {
+                        RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition
+                    })
+            });
+            if gone && !missing.contains(t) {
+                missing.push(t.clone());
+            }
+        }
+    }
+    missing
 }
 
 /// The consumer: manual offset store, auto commit of stored offsets; a static member of
@@ -580,6 +608,14 @@ pub fn assign_replay(c: &StageConsumer, s: &StageSettings) -> Result<ReplayBound
                 let Some(b) = bounds.parts.get_mut(&(t.clone(), *p)) else {
                     bail!("start names {t}:{p}, which does not exist");
                 };
+                if *off > b.end {
+                    bail!(
+                        "start {t}:{p}:{off} is past the end of the partition, which holds \
+                         offsets {} to {}: nothing there to replay",
+                        b.start,
+                        b.end - 1
+                    );
+                }
                 tpl.set_partition_offset(t, *p, Offset::Offset(*off))?;
                 b.start = (*off).max(b.start);
                 b.done = b.start >= b.end;

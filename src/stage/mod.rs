@@ -43,7 +43,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
@@ -484,6 +484,24 @@ async fn stage(
             txn.as_ref().map(|t| t.id.as_str()),
         )?)
     };
+    if producer.is_some() {
+        let (c, s2) = (Arc::clone(&consumer), s.clone());
+        let missing = tokio::task::spawn_blocking(move || kafka::missing_outputs(&c, &s2)).await?;
+        if !missing.is_empty() {
+            bail!(
+                "output topic{} {} {} not exist: create {} first (neardup topics create makes \
+                 the stage's topics)",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", "),
+                if missing.len() > 1 { "do" } else { "does" },
+                if missing.len() > 1 { "them" } else { "it" },
+            );
+        }
+    }
+    for t in &s.input_topics {
+        // a ready stage shows its counters before its first record
+        metrics::counter!(tm::RECORDS_IN, "topic" => t.clone()).increment(0);
+    }
     if let (Some(t), Some(p), None) = (&txn, &producer, &standby) {
         // fences an older process of this index (it writes nothing more) and ends the
         // transaction it left open, so the committed offsets read below are final
@@ -755,6 +773,14 @@ async fn stage(
     let mut failure: Option<anyhow::Error> = consume_failure;
     let mut dedup_back = None;
     match drained {
+        Err(_) if s.mode == Mode::Replay && !s.dry_run => {
+            // a replay reads its range once: nothing comes again
+            failure = Some(anyhow!(
+                "grace period of {:?} over with records not produced: the replay did not \
+                 answer its whole range; run it again",
+                grace
+            ));
+        }
         Err(_) => {
             warn!(
                 grace_s = grace.as_secs_f64(),

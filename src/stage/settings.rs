@@ -1,4 +1,6 @@
-//! The stage's validated settings, resolved from flags, `NEARDUP_*` variables and the file.
+//! The stage's validated settings, built from the resolved configuration
+//! ([`crate::config::Config`]: flags, `NEARDUP_*` variables and the file, laid over each
+//! other once), with the stage's own defaults.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -8,8 +10,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::config::{Guarantee, KafkaOptions, LogFormat, ReplayOptions, Role, StageOptions};
-use crate::index::IndexParams;
+use crate::config::{
+    default_jobs, Config, Guarantee, LogFormat, Role, DEFAULT_INDEX, DEFAULT_LISTEN,
+    DEFAULT_MAX_RECORD_BYTES,
+};
 
 /// Client properties the stage sets itself: overriding them would break the delivery
 /// guarantees, so they are refused.
@@ -99,6 +103,27 @@ pub enum Membership {
     Dynamic,
 }
 
+/// Bootstrap brokers.
+pub const DEFAULT_BROKERS: &str = "127.0.0.1:9092";
+/// The topic the fetcher writes pages to.
+pub const DEFAULT_INPUT_TOPIC: &str = "pages";
+/// Unique and skipped records.
+pub const DEFAULT_UNIQUE_TOPIC: &str = "pages-unique";
+/// Duplicates.
+pub const DEFAULT_DUPLICATE_TOPIC: &str = "pages-duplicate";
+/// Dead letters.
+pub const DEFAULT_DEAD_LETTER_TOPIC: &str = "pages-dead-letter";
+/// Signed pages, from the signers to the decider.
+pub const DEFAULT_SIGNED_TOPIC: &str = "pages-signed";
+/// The decider's changelog (a decider's default; the single process has none unless named).
+pub const DEFAULT_CHANGELOG_TOPIC: &str = "pages-index-changelog";
+/// Drain time on a stop.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(30);
+/// How long a fatal error is reported before the process exits.
+pub const DEFAULT_FAILURE_HOLD: Duration = Duration::from_secs(30);
+/// Records consumed but not yet acknowledged, at most.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 512;
+
 /// How long an exactly-once transaction collects outputs before it commits by default: at
 /// 250 ms exactly-once cost under 5 % of the stage's throughput here, at 100 ms about 6 %
 /// (docs/benchmarks/2026-11-27-exactly-once.md).
@@ -166,7 +191,7 @@ pub struct StageSettings {
     /// Log format.
     pub log_format: LogFormat,
     /// Index parameters.
-    pub params: IndexParams,
+    pub params: crate::index::IndexParams,
     /// Retention window.
     #[serde(serialize_with = "opt_secs")]
     pub retention: Option<Duration>,
@@ -265,20 +290,15 @@ fn parse_property(kv: &str, origin: &str) -> Result<(String, String)> {
 }
 
 impl StageSettings {
-    /// Resolves and validates the settings; `kafka`, `stage` and `replay` already carry the
-    /// file's values underneath the flags.
-    pub fn resolve(
-        mode: Mode,
-        kafka: &KafkaOptions,
-        stage: &StageOptions,
-        replay: &ReplayOptions,
-        params: IndexParams,
-        retention: Option<Duration>,
-    ) -> Result<StageSettings> {
+    /// The stage's settings of a command in `mode`, from the resolved configuration (its
+    /// `kafka`, `stage` and `replay` groups carry the file's values under the flags),
+    /// validated.
+    pub fn resolve(mode: Mode, c: &Config) -> Result<StageSettings> {
+        let (kafka, stage, replay) = (&c.kafka, &c.stage, &c.replay);
         let brokers = kafka
             .brokers
             .clone()
-            .unwrap_or_else(|| "127.0.0.1:9092".into());
+            .unwrap_or_else(|| DEFAULT_BROKERS.into());
         if brokers.split(',').any(|b| b.trim().is_empty()) {
             bail!("brokers must be host:port[,host:port…] (got {brokers:?})");
         }
@@ -315,17 +335,17 @@ impl StageSettings {
         let signed_topic = kafka
             .signed_topic
             .clone()
-            .unwrap_or_else(|| "pages-signed".into());
+            .unwrap_or_else(|| DEFAULT_SIGNED_TOPIC.into());
         // a signer keeps no index: the setting is the decider's (one file may serve both)
         let changelog_topic = match (kafka.changelog_topic.as_deref().map(str::trim), role) {
             (_, Role::Signer) | (Some("off"), _) | (None, Role::All) => None,
             (Some(t), _) => Some(t.to_string()),
-            (None, Role::Decider) => Some("pages-index-changelog".into()),
+            (None, Role::Decider) => Some(DEFAULT_CHANGELOG_TOPIC.into()),
         };
         let mut input_topics = kafka
             .input_topics
             .clone()
-            .unwrap_or_else(|| vec!["pages".into()]);
+            .unwrap_or_else(|| vec![DEFAULT_INPUT_TOPIC.into()]);
         if role == Role::Decider {
             // the decider reads what the signers wrote
             input_topics = vec![signed_topic.clone()];
@@ -333,15 +353,15 @@ impl StageSettings {
         let unique_topic = kafka
             .unique_topic
             .clone()
-            .unwrap_or_else(|| "pages-unique".into());
+            .unwrap_or_else(|| DEFAULT_UNIQUE_TOPIC.into());
         let duplicate_topic = kafka
             .duplicate_topic
             .clone()
-            .unwrap_or_else(|| "pages-duplicate".into());
+            .unwrap_or_else(|| DEFAULT_DUPLICATE_TOPIC.into());
         let dead_letter_topic = kafka
             .dead_letter_topic
             .clone()
-            .unwrap_or_else(|| "pages-dead-letter".into());
+            .unwrap_or_else(|| DEFAULT_DEAD_LETTER_TOPIC.into());
         if input_topics.is_empty() {
             bail!("input-topics must name at least one topic");
         }
@@ -413,21 +433,19 @@ impl StageSettings {
                     .with_context(|| format!("invalid listen address {a:?}: use IP:PORT or off"))?,
             ),
             None => match mode {
-                Mode::Run => Some("0.0.0.0:9464".parse().expect("static address")),
+                Mode::Run => Some(DEFAULT_LISTEN.parse().expect("static address")),
                 Mode::Replay => None,
             },
         };
-        let max_in_flight = stage.max_in_flight.unwrap_or(512);
+        let max_in_flight = stage.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT);
         if max_in_flight == 0 {
             bail!("max-in-flight must be at least 1");
         }
-        let jobs = stage
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+        let jobs = stage.jobs.unwrap_or_else(default_jobs);
         if jobs == 0 {
             bail!("jobs must be at least 1");
         }
-        let max_record_bytes = stage.max_record_bytes.unwrap_or(64 << 20);
+        let max_record_bytes = stage.max_record_bytes.unwrap_or(DEFAULT_MAX_RECORD_BYTES);
         if max_record_bytes == 0 {
             bail!("max-record-bytes must be at least 1");
         }
@@ -511,21 +529,21 @@ impl StageSettings {
             index: stage
                 .index
                 .clone()
-                .unwrap_or_else(|| PathBuf::from("neardup-index")),
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_INDEX)),
             listen,
-            grace_period: stage.grace_period.unwrap_or(Duration::from_secs(30)),
-            failure_hold: stage.failure_hold.unwrap_or(Duration::from_secs(30)),
+            grace_period: stage.grace_period.unwrap_or(DEFAULT_GRACE_PERIOD),
+            failure_hold: stage.failure_hold.unwrap_or(DEFAULT_FAILURE_HOLD),
             max_in_flight,
             keep_text: !stage.no_text.unwrap_or(false),
             max_record_bytes,
             jobs,
             log_format: stage.log_format.unwrap_or_default(),
-            params,
-            retention,
+            params: c.params.clone(),
+            retention: c.retention,
             start,
             dry_run: replay.dry_run.unwrap_or(false),
-            serving: Default::default(),
-            http: Default::default(),
+            serving: c.serving.clone(),
+            http: c.http,
             guarantee,
             transaction_interval,
             standby,
@@ -542,9 +560,20 @@ impl StageSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{FileConfig, KafkaOptions, Options, ReplayOptions, StageOptions};
+
+    fn config(kafka: KafkaOptions, stage: StageOptions, replay: ReplayOptions) -> Config {
+        let o = Options {
+            kafka,
+            stage,
+            replay,
+            ..Default::default()
+        };
+        Config::resolve(o, &FileConfig::default()).unwrap()
+    }
 
     fn resolve(k: KafkaOptions, s: StageOptions, r: ReplayOptions) -> Result<StageSettings> {
-        StageSettings::resolve(Mode::Run, &k, &s, &r, IndexParams::default(), None)
+        StageSettings::resolve(Mode::Run, &config(k, s, r))
     }
 
     #[test]
@@ -696,11 +725,7 @@ mod tests {
         };
         let e = StageSettings::resolve(
             Mode::Replay,
-            &eos(),
-            &Default::default(),
-            &Default::default(),
-            IndexParams::default(),
-            None,
+            &config(eos(), Default::default(), Default::default()),
         )
         .unwrap_err();
         assert!(

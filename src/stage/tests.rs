@@ -12,9 +12,9 @@ use super::kafka::{self, StageContext};
 use super::produce::{produce_loop, Committed};
 use super::{InFlight, Inbound, Job, Mode, Outbound, PrepOutput, StageSettings};
 use super::{HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON};
-use crate::config::{KafkaOptions, ReplayOptions, Role, StageOptions};
+use crate::config::{Config, FileConfig, KafkaOptions, Options, Role, StageOptions};
 use crate::dedup::Deduplicator;
-use crate::index::{Index, IndexParams};
+use crate::index::Index;
 use crate::record::changelog;
 
 #[path = "../../tests/common/mod.rs"]
@@ -40,13 +40,14 @@ fn settings_at(index: &Path, changelog: Option<&str>, brokers: Option<&str>) -> 
         role: Some(Role::All),
         ..Default::default()
     };
+    let o = Options {
+        kafka,
+        stage,
+        ..Default::default()
+    };
     StageSettings::resolve(
         Mode::Run,
-        &kafka,
-        &stage,
-        &ReplayOptions::default(),
-        IndexParams::default(),
-        None,
+        &Config::resolve(o, &FileConfig::default()).unwrap(),
     )
     .unwrap()
 }

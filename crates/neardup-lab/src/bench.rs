@@ -195,13 +195,13 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
     let Some(corpus) = args.corpus.clone() else {
         anyhow::bail!("neardup-lab needs --corpus FILE, or a benchmark: index, tables, serve, scaleout, shards");
     };
-    let params = config::index_params(
-        &args.signature,
-        &args.detect,
-        args.method.method,
-        args.method.threshold,
-        file,
-    )?;
+    let options = config::Options {
+        signature: args.signature.clone(),
+        detect: args.detect.clone(),
+        method: args.method.clone(),
+        ..Default::default()
+    };
+    let params = config::Config::resolve(options, file)?.params;
     if let (Some(b), true) = (&args.brokers, args.stage_only) {
         let r = crate::bench_stage::run(&stage_args(&args)?, b, &params, file)?;
         println!("{}", serde_json::to_string_pretty(&r)?);

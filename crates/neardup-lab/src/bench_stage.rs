@@ -13,8 +13,8 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use serde::Serialize;
 
 use crate::config::{
-    DedupOptions, DetectOptions, FileConfig, Guarantee, KafkaOptions, MethodOptions, ReplayOptions,
-    Role, SignatureOptions, StageOptions,
+    Config, DedupOptions, DetectOptions, FileConfig, Guarantee, KafkaOptions, MethodOptions,
+    Options, Role, SignatureOptions, StageOptions,
 };
 use crate::index::IndexParams;
 use crate::shutdown::Shutdown;
@@ -257,14 +257,14 @@ pub(super) fn settings(
         role: Some(role),
         ..Default::default()
     };
-    let mut s = StageSettings::resolve(
-        mode,
-        &kafka,
-        &stage,
-        &ReplayOptions::default(),
-        params.clone(),
-        None,
-    )?;
+    let options = Options {
+        kafka,
+        stage,
+        ..Default::default()
+    };
+    let mut c = Config::resolve(options, &FileConfig::default())?;
+    c.params = params.clone();
+    let mut s = StageSettings::resolve(mode, &c)?;
     // the throughput run reads the topic once in a replay: exactly-once is set on it here
     // (a user's replay refuses it, for it may be run again over the same range)
     s.guarantee = guarantee;
@@ -353,7 +353,7 @@ pub fn run(
                 unique: Some(dir.path().join("dedup-unique.jsonl")),
                 duplicates: Some(dir.path().join("dedup-dup.jsonl")),
                 dead_letter: Some(dir.path().join("dedup-dead.jsonl")),
-                max_record_bytes: Some(64 << 20),
+                max_record_bytes: Some(neardup::config::DEFAULT_MAX_RECORD_BYTES),
                 ..Default::default()
             },
             method: args.method.clone(),

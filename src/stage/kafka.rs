@@ -11,7 +11,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::producer::FutureProducer;
+use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tracing::{info, warn};
@@ -166,7 +166,9 @@ impl ClientContext for StageContext {
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        if matches!(error, KafkaError::PartitionEOF(_)) {
+        if matches!(error, KafkaError::PartitionEOF(_))
+            || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF)
+        {
             // the end of a partition, which a replay asks to be told of: no error
             return;
         }
@@ -271,27 +273,42 @@ pub fn validate(s: &StageSettings) -> Result<()> {
 }
 
 /// The output topics the brokers say do not exist (the stage would hold its records until
-/// its grace period ran out); a topic whose metadata cannot be read now is not named.
-pub fn missing_outputs(c: &StageConsumer, s: &StageSettings) -> Vec<String> {
+/// its grace period ran out). Asked through the producer, so a broker that creates topics on
+/// use creates them here as it would on the first record; a topic whose metadata cannot be
+/// read (brokers unreachable, not authorised) is not named: its records fail later with
+/// their own error. A topic just created may take a moment to show in every broker's
+/// metadata: one named missing is asked again for up to `settle`.
+pub fn missing_outputs(
+    p: &FutureProducer<StageContext>,
+    s: &StageSettings,
+    settle: Duration,
+) -> Vec<String> {
     let outputs = match s.role {
         Role::Signer => vec![&s.signed_topic, &s.dead_letter_topic],
         _ => vec![&s.unique_topic, &s.duplicate_topic, &s.dead_letter_topic],
     };
-    let mut missing = Vec::new();
+    let missing = |t: &str| match p.client().fetch_metadata(Some(t), Duration::from_secs(5)) {
+        Ok(md) => md.topics().iter().find(|m| m.name() == t).is_none_or(|m| {
+            m.error().is_some_and(|e| {
+                RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition
+            })
+        }),
+        Err(_) => false,
+    };
+    let deadline = std::time::Instant::now() + settle;
+    let mut left: Vec<String> = Vec::new();
     for t in outputs {
-        if let Ok(md) = c.fetch_metadata(Some(t), Duration::from_secs(10)) {
-            let gone = md.topics().iter().find(|m| m.name() == t).is_none_or(|m| {
-                m.partitions().is_empty()
-                    || m.error().is_some_and(|e| {
-                        RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition
-                    })
-            });
-            if gone && !missing.contains(t) {
-                missing.push(t.clone());
-            }
+        if !left.contains(t) {
+            left.push(t.clone());
         }
     }
-    missing
+    loop {
+        left.retain(|t| missing(t));
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 /// The consumer: manual offset store, auto commit of stored offsets; a static member of
@@ -610,10 +627,9 @@ pub fn assign_replay(c: &StageConsumer, s: &StageSettings) -> Result<ReplayBound
                 };
                 if *off > b.end {
                     bail!(
-                        "start {t}:{p}:{off} is past the end of the partition, which holds \
-                         offsets {} to {}: nothing there to replay",
-                        b.start,
-                        b.end - 1
+                        "start {t}:{p}:{off} is past the end of the partition (its end offset \
+                         is {}): nothing there to replay",
+                        b.end
                     );
                 }
                 tpl.set_partition_offset(t, *p, Offset::Offset(*off))?;

@@ -484,9 +484,16 @@ async fn stage(
             txn.as_ref().map(|t| t.id.as_str()),
         )?)
     };
-    if producer.is_some() {
-        let (c, s2) = (Arc::clone(&consumer), s.clone());
-        let missing = tokio::task::spawn_blocking(move || kafka::missing_outputs(&c, &s2)).await?;
+    if let Some(p) = &producer {
+        let (p, s2) = (p.clone(), s.clone());
+        let check = tokio::task::spawn_blocking(move || {
+            kafka::missing_outputs(&p, &s2, Duration::from_secs(5))
+        });
+        // a stop ends the wait (brokers unreachable: up to 5 s a topic)
+        let missing = tokio::select! {
+            m = check => m?,
+            _ = stop_rx.changed() => return Ok(stopped_early(summary, "topic check")),
+        };
         if !missing.is_empty() {
             bail!(
                 "output topic{} {} {} not exist: create {} first (neardup topics create makes \

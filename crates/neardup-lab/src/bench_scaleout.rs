@@ -800,7 +800,10 @@ fn latency_run_single(
                 eprintln!("  cannot pin the stage thread ({e}): it runs on the other cores");
             }
         }
-        stage::run(s, stop)
+        // a stage that ends (an error) ends the wait for its answers too
+        let r = stage::run(s, stop.clone());
+        stop.stop();
+        r
     });
     // let it join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
@@ -900,7 +903,10 @@ fn latency_run(
                     eprintln!("  cannot pin a stage thread ({e}): it runs on the other cores");
                 }
             }
-            stage::run(s, stop)
+            // a stage that ends (an error) ends the others and the wait for their answers
+            let r = stage::run(s, stop.clone());
+            stop.stop();
+            r
         }
     };
     let hs = std::thread::spawn(run_pinned(own_signer, ss));

@@ -100,14 +100,21 @@ impl Reads {
         }
     }
 
-    /// Whether the group has committed the end of every partition, `records` in all.
-    fn done(&self, brokers: &str) -> Result<bool> {
-        use rdkafka::consumer::{BaseConsumer, Consumer};
-        use rdkafka::{Offset, TopicPartitionList};
-        let c: BaseConsumer = ClientConfig::new()
+    /// A client of the group that only reads its committed offsets.
+    fn client(&self, brokers: &str) -> Result<rdkafka::consumer::BaseConsumer> {
+        Ok(ClientConfig::new()
             .set("bootstrap.servers", brokers)
             .set("group.id", &self.group)
-            .create()?;
+            .set("enable.auto.commit", "false")
+            .create()?)
+    }
+
+    /// Whether the group has committed the end of every partition, `records` in all (an end
+    /// offset counts records only in a topic written without transactions, whose commit
+    /// markers take offsets too: the benchmarks feed their stages so).
+    fn done(&self, c: &rdkafka::consumer::BaseConsumer) -> Result<bool> {
+        use rdkafka::consumer::Consumer;
+        use rdkafka::{Offset, TopicPartitionList};
         let wait = Duration::from_secs(10);
         let (mut ends, mut list) = (0, TopicPartitionList::new());
         let mut end = std::collections::HashMap::new();
@@ -143,10 +150,19 @@ pub(super) fn stop_when_answered(
     let (brokers, shutdown) = (brokers.to_string(), shutdown.clone());
     std::thread::spawn(move || {
         let deadline = Instant::now() + Duration::from_secs(3600);
+        let clients: Vec<_> = match reads.iter().map(|r| r.client(&brokers)).collect() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("  cannot read the stages' progress ({e:#}): stopping them");
+                shutdown.stop();
+                return;
+            }
+        };
         while !shutdown.requested() {
-            match reads.iter().try_fold(true, |all, r| {
-                Ok::<_, anyhow::Error>(all && r.done(&brokers)?)
-            }) {
+            let all = reads.iter().zip(&clients).try_fold(true, |all, (r, c)| {
+                Ok::<_, anyhow::Error>(all && r.done(c)?)
+            });
+            match all {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => eprintln!("  cannot read the stages' progress ({e:#}): trying again"),
@@ -447,7 +463,12 @@ pub fn run(
     let shutdown = Shutdown::new();
     let watch = stop_when_answered(brokers, vec![Reads::of(&s2, lines.len())], &shutdown);
     let stop = shutdown.clone();
-    let stage_thread = std::thread::spawn(move || stage::run(s2, stop));
+    let stage_thread = std::thread::spawn(move || {
+        // a stage that ends (an error) ends the wait for its answers too
+        let r = stage::run(s2, stop.clone());
+        stop.stop();
+        r
+    });
     // let the consumer join its group before feeding
     std::thread::sleep(Duration::from_secs(6));
     let fed = produce(brokers, &topics2[0], &lines, partitions, Some(feed));

@@ -249,6 +249,9 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
     );
     let summary: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
     assert_eq!(summary["records"], records.len());
+    // a partition's end is where a replay stops, not a client error
+    let log = String::from_utf8_lossy(&replay.stderr);
+    assert!(!log.contains("PartitionEOF"), "{log}");
     assert_eq!(summary["stopped_by"], "end");
     assert_eq!(summary["repeated"], records.len() - n_bad);
     // the stage's own time is cut in queue, prepare and in order: each a part of decide

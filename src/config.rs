@@ -134,7 +134,7 @@ pub struct SignatureOptions {
 
 impl SignatureOptions {
     /// Fills every field left open here from `o` (the config file).
-    pub fn or(mut self, o: SignatureOptions) -> SignatureOptions {
+    fn or(mut self, o: SignatureOptions) -> SignatureOptions {
         or_fields!(self, o; language, stem, antecedents, stopwords_file, spot_distance,
             chain_len, content, max_link_density, strip, max_page_bytes, fingerprint, fingerprint_bits,
             short_shingle, short_below, sentence_sample, text_rules);

@@ -8,7 +8,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::input;
-use crate::config::{FileConfig, SignatureOptions};
+use crate::config::{
+    Config, FileConfig, MethodOptions, Options, SignatureOptions, DEFAULT_MAX_RECORD_BYTES,
+};
 use crate::index::Method;
 use crate::record::decode_page;
 use crate::signature::{fingerprint::to_hex, Family, Signer};
@@ -53,20 +55,28 @@ struct Out<'a> {
 
 /// Runs `neardup sign`.
 pub fn run(args: SignArgs, file: &FileConfig) -> Result<()> {
-    let opts = args.signature.clone().or(file.signature.clone());
-    let mut config = opts.resolve()?;
-    config.features = args
-        .method
-        .or(file.detect.method)
-        .unwrap_or_default()
-        .features();
+    let options = Options {
+        signature: args.signature.clone(),
+        method: MethodOptions {
+            method: args.method,
+            threshold: None,
+        },
+        ..Default::default()
+    };
+    let config = Config::resolve(options, file)?.params.signature;
     let signer = Signer::new(&config)?;
     let mut reader = input::open(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut n = 0;
     loop {
-        let batch = input::read_batch(&mut reader, &mut n, 256, 64 << 20, usize::MAX)?;
+        let batch = input::read_batch(
+            &mut reader,
+            &mut n,
+            256,
+            DEFAULT_MAX_RECORD_BYTES,
+            usize::MAX,
+        )?;
         if batch.is_empty() {
             break;
         }

@@ -214,6 +214,13 @@ fn fuzz_for_a_while() {
                 template: signed.template,
                 identity: signed.identity,
                 title: signed.title,
+                blocks: signed.short.blocks,
+                software: signed
+                    .short
+                    .sigs
+                    .first()
+                    .map(|b| b.1.clone())
+                    .unwrap_or_default(),
             }
             .encode()
         })

@@ -115,6 +115,8 @@ mod tests {
             template: Vec::new(),
             identity: None,
             title: None,
+            blocks: Vec::new(),
+            software: Vec::new(),
         }
     }
 

@@ -70,6 +70,14 @@ pub struct SignedRecord {
     /// The hash of the page's title, hex (text rules 5 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Hashes of the page's short blocks, ascending (text rules 6 and later;
+    /// [`crate::signature::software`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<u32>,
+    /// For each short block of the signed text that makes some of the page's signatures on
+    /// its own: `[block hash, [signature hashes]]`, ascending (text rules 6 and later).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_signatures: Vec<(u32, Vec<u32>)>,
     /// Identifies the signature settings the page was signed with.
     pub signature_id: String,
     /// Where the page was consumed.
@@ -108,6 +116,8 @@ impl SignedRecord {
             template: signed.template.clone(),
             identity: signed.identity.map(|i| format!("{i:016x}")),
             title: signed.title.map(|t| format!("{t:016x}")),
+            blocks: signed.short.blocks.clone(),
+            block_signatures: signed.short.sigs.clone(),
             signature_id: signature_id.to_string(),
             source,
         }
@@ -183,6 +193,21 @@ impl SignedRecord {
                     .ok_or_else(|| bad(format!("{field} {h:?} is not 16 hex digits"))),
             }
         };
+        let short = crate::signature::ShortBlocks {
+            blocks: r.blocks,
+            sigs: r.block_signatures,
+        };
+        if !short.well_formed() {
+            return Err(bad(
+                "short blocks not ascending and distinct, or a block without signatures".into(),
+            ));
+        }
+        let own = |h: &u32| sigs.entries().binary_search_by_key(h, |e| e.0).is_ok();
+        if let Some((block, _)) = short.sigs.iter().find(|(_, s)| !s.iter().all(own)) {
+            return Err(bad(format!(
+                "block_signatures of block {block} name signatures the page does not have"
+            )));
+        }
         let identity = hex64("identity", &r.identity)?;
         let title = hex64("title", &r.title)?;
         let fetched = match &r.fetched_at {
@@ -217,6 +242,7 @@ impl SignedRecord {
             template: r.template,
             identity,
             title,
+            short,
         };
         Ok((page, signed, has_text, origin_ms))
     }
@@ -243,7 +269,7 @@ mod tests {
                     over the river would be opened to traffic in the spring of next year, \
                     after a delay of two years caused by the rising cost of steel and a \
                     dispute with the builder about the design of the approach roads.</p>\
-                    </article></body></html>";
+                    <p>Photo by the staff of the harbor office</p></article></body></html>";
         let json = serde_json::json!({"id": "p1", "url": "https://a.test/1", "html": html,
             "fetched_at": "2026-11-20T08:15:00Z", "headers": {"content-type": "text/html"}});
         let page = decode_page(json.to_string().as_bytes(), 1 << 20).unwrap();
@@ -270,6 +296,9 @@ mod tests {
         let bytes = serde_json::to_vec(&rec).unwrap();
         let (p, s, has_text, origin) = SignedRecord::decode(&bytes, &id, 1).unwrap();
         assert!(has_text);
+        // the short blocks, with the signatures the caption makes on its own
+        assert!(!signed.short.sigs.is_empty(), "{:?}", signed.short);
+        assert_eq!(s.short, signed.short);
         assert_eq!(origin, Some(1_795_162_000_000));
         assert_eq!(p.doc_id, "p1");
         assert_eq!(p.page.url, page.page.url);
@@ -318,6 +347,11 @@ mod tests {
             ("identity", serde_json::json!("12ab")),
             ("identity", serde_json::json!("0123456789abcdeg")),
             ("title", serde_json::json!("00")),
+            ("blocks", serde_json::json!([9, 9])),
+            ("block_signatures", serde_json::json!([[7, []]])),
+            ("block_signatures", serde_json::json!([[7, [3, 2]]])),
+            // a signature the page does not have
+            ("block_signatures", serde_json::json!([[7, [1]]])),
             ("schema", serde_json::json!("neardup.signed.v9")),
             ("id", serde_json::json!("")),
             ("extra", serde_json::json!(1)),

@@ -145,6 +145,10 @@ pub struct Explanation {
     /// Why the page's signatures are not available, if they are not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signatures_unavailable: Option<String>,
+    /// How many of its signatures were left out of matching as software text when it was
+    /// decided (a unique page, text rules 6 and later); absent when none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub software_signatures: Option<usize>,
     /// The page against its canonical page (duplicates), or against the second id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compared: Option<PairExplanation>,
@@ -190,6 +194,7 @@ impl Service {
                 StoredSigs::Unavailable(why) => Some(why.to_string()),
                 _ => None,
             },
+            software_signatures: (!rec.software.is_empty()).then_some(rec.software.len()),
             compared: None,
         };
         let second = match other {

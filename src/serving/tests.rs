@@ -176,6 +176,7 @@ fn explain_says_when_a_pair_is_kept_apart() {
         template: (0..32).map(|i| k * 1000 + i).collect(),
         identity: None,
         title: None,
+        short: Default::default(),
     };
     // (id, URL, layout, canonical) decided in order, and the service over them
     type Page = (&'static str, &'static str, u32, Option<&'static str>);

@@ -149,11 +149,17 @@ pub(super) fn dead_letter(
 
 /// An upper bound of the bytes of a page's changelog record: its doc record holds the id
 /// and URL, a duplicate's also its canonical page's (which passed the same bound), the
-/// signatures (at most 5 bytes each in the Rice coding) and the template sample; base64 adds
-/// a third, the JSON envelope and the key a little.
+/// signatures (at most 5 bytes each in the Rice coding), the template sample, the short
+/// blocks and the signatures left out as software text (at most 5 bytes each, Rice-coded
+/// too, and the latter among the signatures); base64 adds a third, the JSON envelope and
+/// the key a little.
 fn changelog_bound(page: &crate::record::ValidPage, signed: &crate::signature::Signed) -> usize {
     let own = page.doc_id.len() + page.page.url.len();
-    let record = 2 * own + 5 * signed.sigs.set_len() + 4 * signed.template.len() + 64;
+    let record = 2 * own
+        + 10 * signed.sigs.set_len()
+        + 4 * signed.template.len()
+        + 5 * signed.short.blocks.len()
+        + 64;
     record * 4 / 3 + own + 256
 }
 

@@ -14,7 +14,9 @@
 //! signatures only (with document frequencies on: not outside the IDF band, not template
 //! text of its host, [`crate::index::freq`]), on both sides; a page with fewer than
 //! `min_signatures` of them is `unique` without a match (it has text, but too little of its
-//! own to match on). A short page (one with a template sample: signed by its word shingles,
+//! own to match on). With text rules 6 and later, the signatures of a page's software text
+//! (short blocks that are template text of several hosts, [`crate::index::software`]) are
+//! left out of matching too, fixed when the page is decided. A short page (one with a template sample: signed by its word shingles,
 //! or whole) is not matched with a page of its own template; with text rules 3 and later,
 //! a pair of which either page is short is not matched within one host either, in
 //! whichever order the two came: a short page's few signatures, or a whole page's, hold the
@@ -110,16 +112,22 @@ impl Deduplicator {
         }
         let min_signatures = self.index.params().min_signatures as usize;
         let mut delta = None;
-        // boilerplate (outside the IDF band, or template text of the host) is not matched on
-        let informative = self.index.informative(page.url, &signed.sigs);
-        let q = informative.as_ref().unwrap_or(&signed.sigs);
+        // software text (template text of several hosts) is not matched on, nor, with
+        // document frequencies, boilerplate (outside the IDF band, or template text of the
+        // host)
+        let software = self.index.software_sigs(&signed.short, &signed.sigs)?;
+        let matched = without(&signed.sigs, &software);
+        let matched = matched.as_ref().unwrap_or(&signed.sigs);
+        let informative = self.index.informative(page.url, matched);
+        let q = informative.as_ref().unwrap_or(matched);
         let skipped = signed.sigs.set_len() < min_signatures;
         let found = if skipped {
             None
         } else if q.set_len() < min_signatures {
             // text, but too little of its own to match on: judged, matches only a page it
             // is one page with
-            self.identical_copy(signed)?
+            let q = (q.set_len() > 0 && q.set_len() < signed.sigs.set_len()).then_some(q);
+            self.identical_copy(signed, q)?
         } else {
             // with text rules 3 and later, short pages are matched across hosts only
             let url = (self.index.params().signature)
@@ -146,6 +154,8 @@ impl Deduplicator {
             template: signed.template.clone(),
             identity: signed.identity,
             title: signed.title,
+            blocks: signed.short.blocks.clone(),
+            software,
         })?;
         Ok(Outcome {
             decision,
@@ -185,6 +195,7 @@ impl Deduplicator {
     fn identical_copy(
         &mut self,
         signed: &Signed,
+        matched: Option<&Signatures>,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let keys = Keys::of(signed);
         if keys.identity.is_none() {
@@ -194,12 +205,16 @@ impl Deduplicator {
         let method = self.index.params().method;
         let m = self.index.params().measure;
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
-        for pass in 0..2 {
+        // the lists hold a page by what it is matched on, or by its whole set when too
+        // little is left ([`DocRecord::listed_sigs`]): both are asked
+        for pass in 0..3 {
             if pass == 0 && matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
                 self.index
                     .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
             } else if pass == 1 && method.has_lists() {
                 self.index.list_candidates(&signed.sigs, &mut cands)?;
+            } else if let (2, true, Some(q)) = (pass, method.has_lists(), matched) {
+                self.index.list_candidates(q, &mut cands)?;
             } else {
                 continue;
             }
@@ -257,6 +272,17 @@ impl Deduplicator {
         }
         Ok(best)
     }
+}
+
+/// `sigs` without the hashes `left_out` (ascending); `None` when none of them is in it.
+fn without(sigs: &Signatures, left_out: &[u32]) -> Option<Signatures> {
+    if left_out.is_empty() {
+        return None;
+    }
+    let kept: Vec<(u32, u32)> = (sigs.entries().iter().copied())
+        .filter(|e| left_out.binary_search(&e.0).is_err())
+        .collect();
+    (kept.len() < sigs.set_len()).then(|| Signatures::from_entries(kept).unwrap_or_default())
 }
 
 /// The decision that a page is a duplicate of `canonical`, found as `cand`.
@@ -317,7 +343,7 @@ impl<'a> PairRule<'a> {
         if kept_apart(self.tmpl, self.keys, doc, &mut host).is_some() {
             return None;
         }
-        let informative = index.informative(&doc.url, &doc.sigs);
+        let informative = index.informative_doc(doc);
         let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
         let m = self.measure;
         if !length_bound(self.mq, mass(d, m), self.tau)

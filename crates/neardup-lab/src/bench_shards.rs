@@ -161,6 +161,8 @@ fn run_one(a: &BenchShardsArgs, shards: usize, params: &IndexParams) -> Result<S
                         identity: p.signed.identity,
                         title: p.signed.title,
                         template: p.signed.template.clone(),
+                        blocks: p.signed.short.blocks.clone(),
+                        software: Vec::new(),
                     };
                     shard.restore_put(i, &rec)?;
                 }

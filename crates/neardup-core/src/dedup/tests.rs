@@ -369,6 +369,7 @@ fn short_pages_match_other_hosts_only() {
         template,
         identity: None,
         title: None,
+        short: Default::default(),
     };
     let whole = |k: u32| signed(Family::Page, layout(k));
     let region = || signed(Family::Spotsigs, Vec::new());
@@ -574,5 +575,256 @@ mod identical {
                 }
             }
         }
+    }
+}
+
+/// Pages of forums on many hosts that run one piece of software: its permissions box on
+/// every page, topic pages of prose, and board indexes with nothing else to sign.
+mod software_text {
+    use super::*;
+    use crate::index::software::SoftwareText;
+
+    const BOX: [&str; 5] = [
+        "You can post new topics in this forum",
+        "You can reply to topics in this forum",
+        "You can edit your posts in this forum",
+        "You can delete your posts in this forum",
+        "You can vote in polls in this forum",
+    ];
+
+    /// `n` sentences of prose, different for every seed.
+    fn prose(seed: u64, n: usize) -> String {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut word = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("w{}x{}", x % 9973, (x >> 20) % 97)
+        };
+        (0..n)
+            .map(|_| {
+                format!(
+                    "The {} was a {} of the {} and there is the {} in {}.",
+                    word(),
+                    word(),
+                    word(),
+                    word(),
+                    word()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// A page of the forum named `site` (its title), with `body` above the box.
+    fn boxed(site: &str, body: &str) -> String {
+        let lines: String = BOX.iter().map(|l| format!("<p>{l}</p>")).collect();
+        format!(
+            "<html><head><title>{site} forum</title></head><body><div class=\"content\">\
+             {body}</div><div class=\"permissions\">{lines}</div></body></html>"
+        )
+    }
+
+    const NAMES: [&str; 8] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+
+    /// A topic page: a post of prose.
+    fn topic(seed: u64) -> String {
+        let site = NAMES[(seed / 10) as usize % 8];
+        boxed(
+            site,
+            &format!("<h1>Topic {seed}</h1><p>{}</p>", prose(seed, 12)),
+        )
+    }
+
+    /// A board index: links to its forums (named in words: a page's identity leaves
+    /// numbers aside), and the box.
+    fn board(host: u64) -> String {
+        let links: String = NAMES
+            .iter()
+            .map(|n| {
+                format!(
+                    "<li><a href=\"/f/{n}\">{} {n}</a></li>",
+                    NAMES[host as usize]
+                )
+            })
+            .collect();
+        boxed(
+            NAMES[host as usize],
+            &format!("<h1>Board index</h1><ul>{links}</ul>"),
+        )
+    }
+
+    /// (id, URL, page) of the stream: two topic pages on each of hosts 1 to 3 (the box
+    /// becomes software text), then the board indexes of hosts 4 and 5, then one story
+    /// printed by hosts 6 and 7 under the box.
+    fn stream() -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for h in 1..=3u64 {
+            for t in 0..2u64 {
+                let id = format!("t{h}-{t}");
+                out.push((
+                    id.clone(),
+                    format!("https://forum{h}.test/{id}"),
+                    topic(h * 10 + t),
+                ));
+            }
+        }
+        for h in 4..=5u64 {
+            out.push((format!("b{h}"), format!("https://forum{h}.test/"), board(h)));
+        }
+        for h in 6..=7u64 {
+            let story = boxed(
+                NAMES[h as usize],
+                &format!("<h1>The harbor</h1><p>{}</p>", prose(777, 12)),
+            );
+            out.push((
+                format!("s{h}"),
+                format!("https://forum{h}.test/story"),
+                story,
+            ));
+        }
+        out
+    }
+
+    fn decide(d: &mut Deduplicator, stream: &[(String, String, String)]) -> Vec<Decision> {
+        stream
+            .iter()
+            .map(|(id, url, html)| {
+                let p = PageRef {
+                    id,
+                    url,
+                    first_seen: 1,
+                };
+                d.process(p, html).unwrap().decision
+            })
+            .collect()
+    }
+
+    fn params(text_rules: u32) -> IndexParams {
+        let mut p = IndexParams::default();
+        p.signature.text_rules = text_rules;
+        p
+    }
+
+    #[test]
+    fn pages_that_share_only_software_text_are_kept_apart_and_copies_are_not() {
+        assert_eq!(TEXT_RULES, 6);
+        let stream = stream();
+        let at = |id: &str| stream.iter().position(|p| p.0 == id).unwrap();
+        // before the rule: the second board index is a copy of the first, of another host
+        let mut before = Deduplicator::new(Index::memory(params(5)).unwrap()).unwrap();
+        let old = decide(&mut before, &stream);
+        assert_eq!(
+            old[at("b5")].kind,
+            DecisionKind::Duplicate,
+            "{:?}",
+            old[at("b5")]
+        );
+        assert_eq!(old[at("b5")].canonical_id.as_deref(), Some("b4"));
+        let mut d = Deduplicator::new(Index::memory(params(6)).unwrap()).unwrap();
+        let new = decide(&mut d, &stream);
+        let software = d.index_mut().software_text().unwrap().unwrap();
+        for line in BOX {
+            assert!(
+                software.is_software(crate::signature::software::hash(line)),
+                "{line}"
+            );
+        }
+        assert_eq!(new[at("b4")].kind, DecisionKind::Unique);
+        assert_eq!(
+            new[at("b5")].kind,
+            DecisionKind::Unique,
+            "{:?}",
+            new[at("b5")]
+        );
+        // the story each host prints under the box is still one story
+        assert_eq!(new[at("s7")].kind, DecisionKind::Duplicate);
+        assert_eq!(new[at("s7")].canonical_id.as_deref(), Some("s6"));
+        // the topic pages are decided as before (the box was not known when they were)
+        for h in 1..=3 {
+            for t in 0..2 {
+                let i = at(&format!("t{h}-{t}"));
+                assert_eq!(new[i], old[i], "t{h}-{t}");
+            }
+        }
+        // a board index is still one page with its copy under another URL, although
+        // software text is all it has to sign
+        let copy = [(
+            "b4-copy".to_string(),
+            "https://forum4.test/?sid=9".to_string(),
+            board(4),
+        )];
+        let again = decide(&mut d, &copy);
+        assert_eq!(again[0].kind, DecisionKind::Duplicate, "{:?}", again[0]);
+        assert_eq!(again[0].canonical_id.as_deref(), Some("b4"));
+        // the signatures left out are stored with a unique page, and only those
+        let b4 = d.index().find_id("b4").unwrap().unwrap();
+        assert!(!b4.software.is_empty());
+        assert!(b4
+            .software
+            .iter()
+            .all(|h| b4.sigs.hashes().any(|x| x == *h)));
+        assert!(!b4.blocks.is_empty());
+    }
+
+    #[test]
+    fn the_counts_come_back_as_they_were_after_a_restart_a_snapshot_or_a_removal() {
+        let stream = stream();
+        let dir = tempfile::tempdir().unwrap();
+        let live: SoftwareText = {
+            let mut d = Deduplicator::new(Index::open_dir(dir.path(), params(6)).unwrap()).unwrap();
+            decide(&mut d, &stream);
+            d.index_mut().software_text().unwrap().unwrap().clone()
+        };
+        assert!(live.found() >= BOX.len() as u64);
+        // reopened: counted again from the stored documents
+        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        assert_eq!(ix.software_text().unwrap(), Some(&live));
+        // a standby that applies the stored documents in order, as a changelog carries them
+        let mut standby = Index::memory(params(6)).unwrap();
+        let mut puts = Vec::new();
+        ix.stored_from(0, &mut |m| {
+            puts.push(m);
+            true
+        })
+        .unwrap();
+        for m in puts {
+            let crate::index::Mutation::Put { num, record, .. } = m else {
+                unreachable!()
+            };
+            standby
+                .restore_put(num, &crate::index::DocRecord::decode(&record).unwrap())
+                .unwrap();
+        }
+        assert_eq!(standby.software_text().unwrap(), Some(&live));
+        // from the snapshot written at a clean stop
+        ix.save_lists().unwrap();
+        assert!(dir.path().join(crate::index::software::SNAPSHOT).exists());
+        drop(ix);
+        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        assert_eq!(ix.software_text().unwrap(), Some(&live));
+        // after a removal, the counts are those of the documents that stay, as a rebuild
+        // gives them
+        assert!(ix.remove_id("t1-0").unwrap());
+        assert!(ix.remove_id("t2-1").unwrap());
+        assert!(!dir.path().join(crate::index::software::SNAPSHOT).exists());
+        // and a page decided after the removals is counted over them
+        let mut d = Deduplicator::new(ix).unwrap();
+        let more = [(
+            "t1-2".to_string(),
+            "https://forum1.test/t1-2".to_string(),
+            topic(12),
+        )];
+        decide(&mut d, &more);
+        let after = d.index_mut().software_text().unwrap().unwrap().clone();
+        assert_ne!(after, live);
+        drop(d);
+        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        assert_eq!(ix.software_text().unwrap(), Some(&after));
+        // an index of text rules 5 keeps no counts
+        let mut old = Index::memory(params(5)).unwrap();
+        assert!(old.software_text().unwrap().is_none());
     }
 }

@@ -1,12 +1,12 @@
 //! The document store: one record per document id, with the stored decision.
 //!
-//! Value layout of a `docs` entry (record version 5; `varint` is LEB128, unsigned):
+//! Value layout of a `docs` entry (record version 6; `varint` is LEB128, unsigned):
 //!
 //! | field | encoding |
 //! |---|---|
-//! | record version | u8 = 5 (version 4 is the same without the identity, version 3 also without the template sample, version 2 also without the delta) |
+//! | record version | u8 = 6 (version 5 is the same without the short blocks and software signatures, version 4 also without the identity, version 3 also without the template sample, version 2 also without the delta) |
 //! | decision | u8: 0 unique, 1 duplicate, 2 skipped |
-//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present, bit 4 identity present, bit 5 title present |
+//! | flags | u8: bit 0 similarity present, bit 1 Hamming distance present, bit 2 signature delta present, bit 3 template sample present, bit 4 identity present, bit 5 title present, bit 6 short blocks present, bit 7 software signatures present |
 //! | method | u8: 0 none, 1 alg-g, 2 alg-h, 3 spotsigs, 4 sentences |
 //! | first seen | varint of the zigzag-encoded i64, Unix seconds |
 //! | fingerprint | u8 word count n, then n × u64 LE |
@@ -19,6 +19,8 @@
 //! | template sample, if flagged (bit 3 of flags; record version 4) | u8 count m, then m × u32 LE, ascending: the smallest hashes of a short page's blocks ([`crate::signature::template`]) |
 //! | identity, if flagged (bit 4 of flags; record version 5) | u64 LE: the hash of the page's whole visible text, numbers aside ([`crate::signature::identity`]) |
 //! | title, if flagged (bit 5 of flags; record version 5) | u64 LE: the hash of the page's `<title>`, numbers aside ([`crate::signature::identity::title`]) |
+//! | short blocks, if flagged (bit 6 of flags; record version 6) | signatures as above (every frequency 1): the hashes of the page's short blocks ([`crate::signature::software`]), which the software-text counts are rebuilt from ([`super::software`]) |
+//! | software signatures, if flagged (bit 7 of flags; record version 6; unique documents) | signatures as above (every frequency 1): the page's signatures left out of matching as software text when it was decided |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
 //! stream (least significant bit first, padded to a byte) holds for each signature the gap
@@ -145,6 +147,12 @@ pub struct DocRecord {
     /// The hash of the page's title ([`crate::signature::identity::title`]; text rules 5
     /// and later).
     pub title: Option<u64>,
+    /// The hashes of the page's short blocks, ascending ([`crate::signature::software`];
+    /// text rules 6 and later).
+    pub blocks: Vec<u32>,
+    /// The page's signatures left out of matching as software text when it was decided,
+    /// ascending ([`super::software`]; kept for unique documents only).
+    pub software: Vec<u32>,
 }
 
 /// A signature multiset as the difference from another (a duplicate's from its canonical's).
@@ -214,7 +222,7 @@ impl SigDelta {
     }
 }
 
-const RECORD_VERSION: u8 = 5;
+const RECORD_VERSION: u8 = 6;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -349,7 +357,9 @@ impl DocRecord {
                 | (u8::from(self.delta.is_some()) << 2)
                 | (u8::from(signatures && !self.template.is_empty()) << 3)
                 | (u8::from(self.identity.is_some()) << 4)
-                | (u8::from(self.title.is_some()) << 5),
+                | (u8::from(self.title.is_some()) << 5)
+                | (u8::from(!self.blocks.is_empty()) << 6)
+                | (u8::from(signatures && !self.software.is_empty()) << 7),
         );
         out.push(match d.found_by {
             None => 0,
@@ -396,7 +406,33 @@ impl DocRecord {
         if let Some(title) = self.title {
             out.extend_from_slice(&title.to_le_bytes());
         }
+        if !self.blocks.is_empty() {
+            let blocks: Vec<(u32, u32)> = self.blocks.iter().map(|&h| (h, 1)).collect();
+            put_sigs(&mut out, &blocks);
+        }
+        // only a candidate (a unique page) is ever compared without its software text
+        if signatures && !self.software.is_empty() {
+            let software: Vec<(u32, u32)> = self.software.iter().map(|&h| (h, 1)).collect();
+            put_sigs(&mut out, &software);
+        }
         out
+    }
+
+    /// The first 64 bits of the fingerprint (0 without one).
+    pub fn fp64(&self) -> u64 {
+        self.fingerprint.first().copied().unwrap_or(0)
+    }
+
+    /// The signatures this document is matched on, before the document frequencies: its
+    /// signatures without those left out as software text when it was decided.
+    pub fn matched_sigs(&self) -> std::borrow::Cow<'_, Signatures> {
+        if self.software.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.sigs);
+        }
+        let kept: Vec<(u32, u32)> = (self.sigs.entries().iter().copied())
+            .filter(|e| self.software.binary_search(&e.0).is_err())
+            .collect();
+        std::borrow::Cow::Owned(Signatures::from_entries(kept).unwrap_or_default())
     }
 
     /// Decodes a record; any inconsistency is an error, never a panic.
@@ -458,6 +494,20 @@ impl DocRecord {
         } else {
             None
         };
+        let mut blocks = Vec::new();
+        if head.flags & 64 != 0 {
+            r.sigs(&mut |h, _| blocks.push(h))?;
+            if blocks.is_empty() {
+                return Err(IndexError::Corrupt("empty short-block list".into()));
+            }
+        }
+        let mut software = Vec::new();
+        if head.flags & 128 != 0 {
+            r.sigs(&mut |h, _| software.push(h))?;
+            if software.is_empty() {
+                return Err(IndexError::Corrupt("empty software-signature list".into()));
+            }
+        }
         if r.at != bytes.len() {
             return Err(IndexError::Corrupt("trailing bytes in doc record".into()));
         }
@@ -479,17 +529,41 @@ impl DocRecord {
             template,
             identity,
             title,
+            blocks,
+            software,
         })
     }
 
-    /// Decodes only the decision and, for a unique document, its signature hashes into
-    /// `set` (cleared first). Returns whether the document is unique.
-    pub fn decode_unique_sigs(bytes: &[u8], set: &mut Vec<u32>) -> Result<bool, IndexError> {
+    /// The signatures the exact-Jaccard lists hold for this document: those it is matched
+    /// on ([`DocRecord::matched_sigs`]), unless fewer than `min_signatures` are left, when
+    /// it can only be found as an identical copy, by its whole set ([`crate::dedup`]).
+    pub fn listed_sigs(&self, min_signatures: usize) -> std::borrow::Cow<'_, Signatures> {
+        match self.matched_sigs() {
+            m @ std::borrow::Cow::Owned(_) if m.set_len() < min_signatures => {
+                std::borrow::Cow::Borrowed(&self.sigs)
+            }
+            m => m,
+        }
+    }
+
+    /// Decodes only the decision and, for a unique document, the hashes the lists hold for
+    /// it ([`DocRecord::listed_sigs`]) into `set` (cleared first). Returns whether the
+    /// document is unique.
+    pub fn decode_unique_sigs(
+        bytes: &[u8],
+        min_signatures: usize,
+        set: &mut Vec<u32>,
+    ) -> Result<bool, IndexError> {
         set.clear();
         let mut r = Reader { b: bytes, at: 0 };
         let head = r.head()?;
         if head.kind != DecisionKind::Unique {
             return Ok(false);
+        }
+        if head.flags & 128 != 0 {
+            let rec = DocRecord::decode(bytes)?;
+            set.extend(rec.listed_sigs(min_signatures).hashes());
+            return Ok(true);
         }
         r.first_seen()?;
         let words = r.u8()? as usize;
@@ -545,8 +619,8 @@ impl Reader<'_> {
         };
         let flags = self.u8()?;
         // the flags each version has: the delta came with version 3, the template with 4,
-        // the identity with 5
-        let allowed: u8 = [0b011, 0b111, 0b1111, 0b11_1111][usize::from(version - 2)];
+        // the identity with 5, the short blocks and software signatures with 6
+        let allowed: u8 = [0b011, 0b111, 0b1111, 0b11_1111, 0b1111_1111][usize::from(version - 2)];
         if flags & !allowed != 0 {
             return Err(IndexError::Corrupt(format!(
                 "doc record version {version} with flags {flags:#010b}"
@@ -699,14 +773,46 @@ mod tests {
             template: vec![2, 40, 7_000_000],
             identity: Some(0xfeed_0000_0000_beef),
             title: Some(77),
+            blocks: vec![11, 12, 4_000_000_000],
+            software: vec![9],
         };
         let bytes = rec.encode();
-        assert_eq!(bytes[0], 5);
-        assert_eq!(bytes[2] & 0b1_1000, 0b1_1000);
+        assert_eq!(bytes[0], 6);
+        assert_eq!(bytes[2] & 0b1101_1000, 0b1101_1000);
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+        assert_eq!(rec.matched_sigs().entries(), &[(3, 2)]);
         let lean = DocRecord::decode(&rec.encode_with(false)).unwrap();
         assert_eq!(lean.sigs.set_len(), 0);
         assert_eq!(lean.decision, rec.decision);
+        // the short blocks are kept for every document, the software signatures with the
+        // signatures only
+        assert_eq!(lean.blocks, rec.blocks);
+        assert!(lean.software.is_empty());
+        let mut set = Vec::new();
+        let unique = DocRecord {
+            decision: Decision::plain(DecisionKind::Unique),
+            delta: None,
+            ..rec.clone()
+        };
+        assert!(DocRecord::decode_unique_sigs(&unique.encode(), 1, &mut set).unwrap());
+        assert_eq!(
+            set,
+            vec![3],
+            "the lists hold what the document is matched on"
+        );
+        assert!(DocRecord::decode_unique_sigs(&unique.encode(), 2, &mut set).unwrap());
+        assert_eq!(
+            set,
+            vec![3, 9],
+            "... unless too little is left: then its whole set"
+        );
+        // a version-5 record has neither
+        let mut v5 = rec.encode();
+        v5[0] = 5;
+        assert!(
+            DocRecord::decode(&v5).is_err(),
+            "version 5 has no short blocks"
+        );
         for cut in 0..bytes.len() {
             assert!(DocRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
@@ -717,6 +823,8 @@ mod tests {
             template: Vec::new(),
             identity: None,
             title: None,
+            blocks: Vec::new(),
+            software: Vec::new(),
             ..rec.clone()
         };
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
@@ -782,11 +890,13 @@ mod tests {
             template: Vec::new(),
             identity: None,
             title: None,
+            blocks: Vec::new(),
+            software: Vec::new(),
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
         let mut set = Vec::new();
-        assert!(DocRecord::decode_unique_sigs(&bytes, &mut set).unwrap());
+        assert!(DocRecord::decode_unique_sigs(&bytes, 10, &mut set).unwrap());
         assert_eq!(set, entries.iter().map(|e| e.0).collect::<Vec<_>>());
         for cut in 0..bytes.len() {
             assert!(DocRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
@@ -825,6 +935,8 @@ mod tests {
                 template: Vec::new(),
                 identity: None,
                 title: None,
+                blocks: Vec::new(),
+                software: Vec::new(),
             };
             proptest::prop_assert_eq!(DocRecord::decode(&rec.encode()).unwrap().delta, Some(d));
         }

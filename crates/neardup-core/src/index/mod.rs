@@ -37,6 +37,7 @@ mod mutate;
 mod pending;
 pub mod reader;
 mod restore;
+pub mod software;
 pub mod store;
 
 use std::path::Path;
@@ -77,10 +78,14 @@ use crate::signature::{Features, Measure, SignatureConfig, Signatures};
 /// Version 7: document records of version 5, which may carry the page's identity
 /// ([`crate::signature::identity`], text rules 5 and later). Versions 3 to 6 are read as
 /// they are; their records carry no identity.
-pub const FORMAT_VERSION: u32 = 7;
+/// Version 8: document records of version 6, which may carry the page's short blocks and
+/// the signatures left out as software text ([`software`], text rules 6 and later), and
+/// the software-text snapshot beside the lists' (`software.snapshot`). Versions 3 to 7 are
+/// read as they are; their records carry neither.
+pub const FORMAT_VERSION: u32 = 8;
 
 /// Format versions this build reads without a rebuild.
-pub const READABLE_FORMATS: [u32; 5] = [3, 4, 5, 6, 7];
+pub const READABLE_FORMATS: [u32; 6] = [3, 4, 5, 6, 7, 8];
 
 const META_FORMAT: &[u8] = b"format_version";
 const META_PARAMS: &[u8] = b"params";
@@ -281,6 +286,8 @@ pub struct IndexStats {
     pub lists: Option<lists::ListStats>,
     /// Bytes of the document-frequency sketches, if the index counts them.
     pub frequencies_bytes: Option<usize>,
+    /// The software-text counts, if the index keeps them (text rules 6 and later).
+    pub software_text: Option<software::SoftwareStats>,
     /// The in-memory fingerprint tables, if the method has them.
     pub fingerprint_tables: Option<fptables::TableStats>,
 }
@@ -294,6 +301,12 @@ pub struct Index {
     lists: Option<lists::Lists>,
     /// Document frequencies (with the lists, when the parameters ask for them).
     freq: Option<freq::Freq>,
+    /// Software text across hosts (text rules 6 and later, [`software`]).
+    software: Option<software::SoftwareText>,
+    /// Documents were removed since the software-text counts were made: they are counted
+    /// again from the documents that stay before they are next used (a run of removals,
+    /// a retention sweep's or a changelog's tombstones, costs one recount).
+    software_stale: bool,
     next_doc: u64,
     scratch: Vec<(u64, u32)>,
     scratch_docs: Vec<u64>,
@@ -496,7 +509,7 @@ impl Index {
     pub fn checkpoint(src: &Path, dst: &Path) -> Result<(), IndexError> {
         RocksStore::checkpoint(src, dst)?;
         // a lists snapshot stays usable for the copy (it never holds more than the index)
-        for name in [LISTS_SNAPSHOT, freq::SNAPSHOT] {
+        for name in [LISTS_SNAPSHOT, freq::SNAPSHOT, software::SNAPSHOT] {
             let snap = src.join(name);
             if snap.exists() {
                 let to = dst.join(name);
@@ -558,6 +571,7 @@ impl Index {
             false => None,
         };
         let freq = (lists.is_some() && params.frequencies).then(freq::Freq::default);
+        let software = (params.signature.software_text()).then(software::SoftwareText::default);
         let next_doc = match store.get(Column::Meta, META_NEXT_DOC)? {
             Some(v) => u64::from_be_bytes(
                 v.as_slice()
@@ -586,6 +600,8 @@ impl Index {
             tables,
             lists,
             freq,
+            software,
+            software_stale: false,
             next_doc,
             scratch: Vec::new(),
             scratch_docs: Vec::new(),
@@ -601,6 +617,7 @@ impl Index {
             ids: ids::IdSet::default(),
         };
         index.restore_lists(stop)?;
+        index.restore_software(stop)?;
         index.fill_ids(stop)?;
         index.fill_tables(older, stop)?;
         Ok(index)
@@ -737,7 +754,9 @@ impl Index {
         }
         if let Some(l) = self.lists.as_mut() {
             self.scratch_set.clear();
-            self.scratch_set.extend(rec.sigs.hashes());
+            let min_signatures = self.params.min_signatures as usize;
+            self.scratch_set
+                .extend(rec.listed_sigs(min_signatures).hashes());
             if insert {
                 // the lengths counted by the query of this very set, if it was the last one
                 let counts = (self.last_query == self.scratch_set).then_some(&self.last_counts[..]);
@@ -755,6 +774,8 @@ impl Index {
     /// Stores a decided document in one atomic batch: its record, its id and, for a unique
     /// document, its index entries. Returns its internal number.
     pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
+        // the counts of the documents before this one, before it is written
+        self.settle_software()?;
         let num = self.next_doc;
         let unique = rec.decision.kind == DecisionKind::Unique;
         // only unique documents are ever candidates: the others are stored without signatures
@@ -786,10 +807,60 @@ impl Index {
         if unique {
             self.memory_entries(rec, num, true)?;
             if let Some(f) = self.freq.as_mut() {
-                f.add(freq::host_hash(&rec.url), rec.sigs.hashes());
+                f.add(freq::host_hash(&rec.url), rec.matched_sigs().hashes());
             }
         }
+        if let Some(s) = self.software.as_mut() {
+            s.observe(freq::host_hash(&rec.url), rec.fp64(), &rec.blocks);
+        }
         Ok(num)
+    }
+
+    /// The signatures of a signed page that are software text ([`software`]), ascending;
+    /// empty unless the index keeps the software-text counts.
+    pub fn software_sigs(
+        &mut self,
+        short: &crate::signature::ShortBlocks,
+        sigs: &Signatures,
+    ) -> Result<Vec<u32>, IndexError> {
+        if short.sigs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.settle_software()?;
+        let Some(s) = &self.software else {
+            return Ok(Vec::new());
+        };
+        let mut found = short.software_sigs(|b| s.is_software(b));
+        // only the page's own signatures (a signed record could name others)
+        found.retain(|h| sigs.entries().binary_search_by_key(h, |e| e.0).is_ok());
+        Ok(found)
+    }
+
+    /// The software-text counts, if the index keeps them (counted again first when
+    /// documents were removed since).
+    pub fn software_text(&mut self) -> Result<Option<&software::SoftwareText>, IndexError> {
+        self.settle_software()?;
+        Ok(self.software.as_ref())
+    }
+
+    /// Counts the software text again when documents were removed since it was counted.
+    fn settle_software(&mut self) -> Result<(), IndexError> {
+        if self.software_stale {
+            self.recount_software()?;
+            self.software_stale = false;
+        }
+        Ok(())
+    }
+
+    /// The signatures a stored document is matched on ([`DocRecord::matched_sigs`], then
+    /// [`Index::informative`]).
+    pub fn informative_doc(&self, doc: &DocRecord) -> Option<Signatures> {
+        let matched = doc.matched_sigs();
+        match (self.informative(&doc.url, &matched), matched) {
+            (Some(s), _) => Some(s),
+            (None, std::borrow::Cow::Owned(s)) => Some(s),
+            (None, std::borrow::Cow::Borrowed(_)) => None,
+        }
     }
 
     /// The signatures of a page at `url` that are used for matching: all of them, unless
@@ -829,6 +900,10 @@ impl Index {
             families,
             lists: self.lists.as_ref().map(lists::Lists::stats),
             frequencies_bytes: self.freq.as_ref().map(freq::Freq::bytes),
+            software_text: self.software.as_ref().map(|s| software::SoftwareStats {
+                bytes: s.bytes(),
+                software_blocks: s.found(),
+            }),
             fingerprint_tables: self.tables.as_ref().map(fptables::FpTables::stats),
         })
     }

@@ -145,10 +145,16 @@ impl Index {
     /// Removes these documents (number, record) with their index entries.
     fn remove(&mut self, docs: Vec<(u64, DocRecord)>) -> Result<u64, IndexError> {
         let n = docs.len() as u64;
+        // a page without short blocks added nothing to the software-text counts
+        let counted = docs.iter().any(|(_, rec)| !rec.blocks.is_empty());
         if n > 0 {
             // a snapshot of the lists as they were is of no use from now on
             let freq_path = self.freq_snapshot_path();
-            for path in self.snapshot_path().into_iter().chain(freq_path) {
+            let software_path = self.software_snapshot_path();
+            for path in (self.snapshot_path().into_iter())
+                .chain(freq_path)
+                .chain(software_path)
+            {
                 match std::fs::remove_file(&path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -194,6 +200,8 @@ impl Index {
         if n > 0 && self.freq.is_some() {
             self.recount_freq()?;
         }
+        // counted again from the documents that stay, once, before the counts are next used
+        self.software_stale |= counted && self.software.is_some();
         Ok(n)
     }
 }

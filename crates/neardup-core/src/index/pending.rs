@@ -197,6 +197,8 @@ mod tests {
             template: Vec::new(),
             identity: None,
             title: None,
+            blocks: Vec::new(),
+            software: Vec::new(),
         }
     }
 

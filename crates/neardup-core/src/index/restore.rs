@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
-    freq, lists, Batch, Column, DecisionKind, DocRecord, Index, IndexError, ListsRestore,
+    freq, lists, software, Batch, Column, DecisionKind, DocRecord, Index, IndexError, ListsRestore,
     LISTS_SNAPSHOT,
 };
 
@@ -22,6 +22,74 @@ impl Index {
     pub(super) fn freq_snapshot_path(&self) -> Option<PathBuf> {
         self.freq.as_ref()?;
         Some(self.store.dir()?.join(freq::SNAPSHOT))
+    }
+
+    /// Path of the software-text snapshot, for an index on disk that keeps the counts.
+    pub(super) fn software_snapshot_path(&self) -> Option<PathBuf> {
+        self.software.as_ref()?;
+        Some(self.store.dir()?.join(software::SNAPSHOT))
+    }
+
+    /// Brings up the software-text counts ([`software`]): from the snapshot when there is a
+    /// usable one, then every document numbered from the snapshot's `next_doc` on (all of
+    /// them without one), in document order, as they were counted when decided.
+    pub(super) fn restore_software(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
+        if self.software.is_none() {
+            return Ok(());
+        }
+        let mut from = 0;
+        if let Some(path) = self.software_snapshot_path().filter(|p| p.exists()) {
+            // a snapshot not usable is counted again from the documents, as without one
+            if let Ok((loaded, stamp)) = software::load(&path) {
+                if stamp.epoch == self.epoch && stamp.next_doc <= self.next_doc {
+                    self.software = Some(loaded);
+                    from = stamp.next_doc;
+                }
+            }
+        }
+        self.count_software(from, stop)
+    }
+
+    /// Counts every stored document numbered `from` or higher in the software-text counts,
+    /// in document order.
+    fn count_software(&mut self, from: u64, stop: &AtomicBool) -> Result<(), IndexError> {
+        let Some(counts) = self.software.as_mut() else {
+            return Ok(());
+        };
+        let (mut err, mut seen) = (None, 0u32);
+        self.store.scan(
+            Column::Docs,
+            &from.to_be_bytes(),
+            &[0xff; 9],
+            &mut |_, v| {
+                seen = seen.wrapping_add(1);
+                if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                    err = Some(IndexError::Interrupted);
+                    return false;
+                }
+                match DocRecord::decode(v) {
+                    Ok(rec) => {
+                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), &rec.blocks);
+                        true
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                }
+            },
+        )?;
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Counts the software text again over the documents in `docs`, in document order
+    /// (after some were removed: the counts must be what a rebuild after a restart gives).
+    pub(super) fn recount_software(&mut self) -> Result<(), IndexError> {
+        if self.software.is_none() {
+            return Ok(());
+        }
+        self.software = Some(software::SoftwareText::default());
+        self.count_software(0, &AtomicBool::new(false))
     }
 
     /// Brings up the in-memory lists: from the snapshot when there is a usable one, then
@@ -216,6 +284,16 @@ impl Index {
     /// usable while documents are only added (the newer ones are entered from `docs` when
     /// it is read), and is set aside by the first removal.
     pub fn save_lists(&mut self) -> Result<Option<PathBuf>, IndexError> {
+        self.settle_software()?;
+        if let (Some(s), Some(spath)) = (self.software.as_ref(), self.software_snapshot_path()) {
+            self.store.flush()?;
+            let stamp = freq::Stamp {
+                epoch: self.epoch,
+                next_doc: self.next_doc,
+            };
+            software::save(s, &spath, stamp)
+                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", spath.display())))?;
+        }
         let Some(path) = self.snapshot_path() else {
             return Ok(None);
         };
@@ -266,6 +344,7 @@ impl Index {
             Some(_) => from.min(freq_from),
             None => from,
         };
+        let min_signatures = self.params.min_signatures as usize;
         let mut err = None;
         let mut set = Vec::new();
         let mut seen = 0u32;
@@ -290,7 +369,7 @@ impl Index {
                 if let Some(f) = freq.as_deref_mut().filter(|_| num >= freq_from) {
                     match DocRecord::decode(v) {
                         Ok(rec) if rec.decision.kind == DecisionKind::Unique => {
-                            f.add(freq::host_hash(&rec.url), rec.sigs.hashes());
+                            f.add(freq::host_hash(&rec.url), rec.matched_sigs().hashes());
                         }
                         Ok(_) => {}
                         Err(e) => {
@@ -302,7 +381,7 @@ impl Index {
                 if num < from {
                     return true;
                 }
-                match DocRecord::decode_unique_sigs(v, &mut set) {
+                match DocRecord::decode_unique_sigs(v, min_signatures, &mut set) {
                     Ok(true) => {
                         if let Err(e) = lists.insert(&set, num) {
                             err = Some(IndexError::Corrupt(e.to_string()));

@@ -13,6 +13,8 @@ fn rec(id: &str, seen: i64, kind: DecisionKind, hashes: Vec<u32>, fp: u64) -> Do
         template: Vec::new(),
         identity: None,
         title: None,
+        blocks: Vec::new(),
+        software: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod fingerprint;
 pub mod identity;
 pub mod shingles;
 pub mod similarity;
+pub mod software;
 pub mod spotsigs;
 pub mod template;
 pub mod words;
@@ -19,6 +20,7 @@ pub use annotate::{Annotated, Spot};
 pub use fingerprint::{fingerprint, hamming, FingerprintKind};
 pub use shingles::ShingleParams;
 pub use similarity::{group, length_bound, mass, similarity, similarity_at_least, Measure};
+pub use software::ShortBlocks;
 pub use spotsigs::SpotParams;
 
 use crate::text::{
@@ -83,7 +85,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 5;
+pub const TEXT_RULES: u32 = 6;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -197,9 +199,12 @@ pub struct SignatureConfig {
     /// ([`crate::text::StripOptions::aria_roles`]), and a pair with a short page (one with
     /// a template sample) is matched across hosts only ([`crate::dedup`]); 4, a container named a dialog that is not rendered weighs as layout:
     /// it counts against the region unless it holds most of the page
-    /// ([`crate::text::StripOptions::hidden_dialogs`]); 5 ([`TEXT_RULES`]), a page carries
+    /// ([`crate::text::StripOptions::hidden_dialogs`]); 5, a page carries
     /// the identity of its whole visible text ([`identity`]), and no rule keeps apart two
-    /// pages of one identity ([`crate::dedup::kept_apart`]). Absent from the stored settings of
+    /// pages of one identity ([`crate::dedup::kept_apart`]); 6 ([`TEXT_RULES`]), a page
+    /// carries its short blocks ([`software`]), and the signatures of those that are
+    /// software text (template text of several hosts, [`crate::index::software`]) are left
+    /// out of matching (SpotSigs features only). Absent from the stored settings of
     /// an index made before revision 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
@@ -282,6 +287,12 @@ impl SignatureConfig {
         self.text_rules >= 5
     }
 
+    /// Whether pages carry their short blocks and software text is left out of matching
+    /// (text rules 6 and later, SpotSigs features; [`software`]).
+    pub fn software_text(&self) -> bool {
+        self.text_rules >= 6 && self.features.is_spotsigs()
+    }
+
     /// Checks the settings.
     pub fn validate(&self) -> Result<(), SignatureConfigError> {
         if self.spot_distance == 0 || self.chain_len == 0 {
@@ -339,6 +350,8 @@ pub struct Signed {
     /// The hash of the page's `<title>`, numbers aside ([`identity::block`]; text rules 5
     /// and later, pages with a title).
     pub title: Option<u64>,
+    /// The page's short blocks ([`software`]; text rules 6 and later).
+    pub short: ShortBlocks,
 }
 
 /// The signature family of a page.
@@ -546,8 +559,13 @@ impl Signer {
         let started = std::time::Instant::now();
         let text = text::strip(html, &self.strip);
         let strip_time = started.elapsed();
-        let (tokens, sigs, family, _) = self.select(&text);
+        let (tokens, sigs, family, source) = self.select(&text);
         let fp = fingerprint(&sigs, self.config.fingerprint, self.config.fingerprint_bits);
+        let short = if self.config.software_text() {
+            self.short_blocks(&text, &sigs, family, source)
+        } else {
+            ShortBlocks::default()
+        };
         let sample = if family.short() {
             template::sample(&text)
         } else {
@@ -568,8 +586,43 @@ impl Signer {
             template: sample,
             identity,
             title,
+            short,
         };
         (signed, strip_time)
+    }
+
+    /// The short blocks of a page signed as `family` from the blocks `source` names, with
+    /// signatures `sigs` ([`software`]): a block's own signatures are made as the page's
+    /// are (SpotSigs chains, or word shingles for a page signed by them), in the index
+    /// language.
+    fn short_blocks(
+        &self,
+        text: &Stripped,
+        sigs: &Signatures,
+        family: Family,
+        source: SignedBlocks,
+    ) -> ShortBlocks {
+        let signed = if source.whole {
+            0..text.blocks.len()
+        } else {
+            text::main_region(&text.blocks)
+        };
+        let page: Vec<u32> = sigs.hashes().collect();
+        let k = self.config.short_shingle as usize;
+        software::of(
+            text,
+            self.config.max_link_density,
+            signed,
+            &page,
+            |t, out| self.tokenizer.push_block(t, out),
+            |tokens| match family {
+                Family::Words => words::word_shingles(tokens, k).hashes().collect(),
+                Family::Spotsigs | Family::Page => {
+                    spotsigs::spotsigs(tokens, self.spot).hashes().collect()
+                }
+                Family::Sentences => Vec::new(),
+            },
+        )
     }
 
     /// The tokens a page is signed from, its signatures and their family: the main
@@ -761,6 +814,7 @@ impl Signer {
             template: Vec::new(),
             identity: self.config.identities().then(|| identity::of(plain)),
             title: None,
+            short: ShortBlocks::default(),
         }
     }
 

@@ -549,3 +549,36 @@ fn each_revision_of_the_text_rules_strips_as_it_did() {
     assert!(!now.iter().any(|s| s.contains("forum")), "{now:?}");
     assert!(before.iter().any(|s| s.contains("forum")), "{before:?}");
 }
+
+#[test]
+fn short_blocks_are_counted_and_their_own_signatures_kept() {
+    let prose = "The ferry was a part of the harbor and there is the pier in the town. ".repeat(6);
+    let credit = "Photo by the staff of the harbor office";
+    let html = format!(
+        "<html><body><article><p>{prose}</p><p>{credit}</p><p>Two words</p>\
+         <p><a href=\"/a\">The news of the harbor office</a></p>\
+         <p>{long}</p></article></body></html>",
+        long = "the ferry of the town ".repeat(6)
+    );
+    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    let signed = s.sign(&html);
+    assert_eq!(signed.family, Family::Spotsigs);
+    let h = software::hash(credit);
+    // counted: 3 to 20 words, not a link; two words, a link and 30 words are not
+    assert_eq!(signed.short.blocks, vec![h], "{:?}", signed.short);
+    // its own signatures, all of them the page's
+    let (block, own) = &signed.short.sigs[0];
+    assert_eq!(*block, h);
+    assert!(!own.is_empty());
+    assert!(own.iter().all(|x| signed.sigs.hashes().any(|y| y == *x)));
+    assert!(signed.short.well_formed());
+    assert_eq!(signed.short.software_sigs(|b| b == h), *own);
+    assert!(signed.short.software_sigs(|_| false).is_empty());
+    // text rules 5: no short blocks
+    let old = Signer::new(&SignatureConfig {
+        text_rules: 5,
+        ..SignatureConfig::default()
+    })
+    .unwrap();
+    assert!(old.sign(&html).short.is_empty());
+}

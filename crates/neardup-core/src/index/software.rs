@@ -1,0 +1,389 @@
+//! Software text across hosts, learned from the pages decided so far (text rules 6 and
+//! later).
+//!
+//! **Principle.** Software text is what several sites each print on pages about different
+//! things: a forum's permissions box, a shop's delivery notice, a CMS's comment-form labels.
+//! A wire story is printed by many sites too, but each prints it with the same content
+//! around it, so it never becomes template text of any one host. Two pages that share only
+//! software text are not copies of each other, however much of their signed text it is.
+//!
+//! The counts, in the order pages are decided (every decided page counts, duplicates and
+//! skipped pages included; a repeated id does not):
+//!
+//! - a short block ([`crate::signature::software`]) is *template text of host h* once it
+//!   is on two pages of h whose fingerprints are more than [`TEMPLATE_DISTANCE`] bits apart
+//!   (pages about different things; identical copies have equal fingerprints and never
+//!   count);
+//! - it is *software text* once it is template text of [`HOSTS`] hosts.
+//!
+//! The decision leaves the signatures of a page's software blocks out of matching, on the
+//! page as it is decided and, for a unique page, for good (its stored record keeps them:
+//! [`super::docs`]). Nothing else changes: a page left with too few signatures of its own is
+//! matched only as an identical copy ([`crate::dedup`]).
+//!
+//! Bounded memory: a table of (block, host) → first fingerprint (2^[`FIRST_LOG2`] slots) and
+//! a table of blocks → the first two hosts where each is template text and whether it is
+//! software (2^[`BLOCKS_LOG2`] slots), each slot taken by the newest key that maps to it. A
+//! key pushed out only delays a detection: template text comes back on its host's next
+//! page. Everything is deterministic in the order the pages are counted, so the counts
+//! rebuilt from the stored documents (each keeps its short blocks' hashes) after a restart,
+//! or by a standby from the changelog, are the live ones.
+
+use std::io::{Read, Write};
+
+use super::freq::Stamp;
+
+/// Hosts a block must be template text of before it is software text. Two hosts can share a
+/// paragraph by chance (one site quoting another twice); three that each print it on pages
+/// about different things is a piece of software. (The study found the same figures at 2
+/// and 3: docs/benchmarks/2026-11-27-software-text.md.)
+pub const HOSTS: usize = 3;
+
+/// Two pages whose fingerprints are more than this many bits apart are about different
+/// things (the fingerprint of near-identical pages differs in a few bits; a third of its 64
+/// bits is far outside what a changed date or counter does).
+pub const TEMPLATE_DISTANCE: u32 = 16;
+
+/// Slots of the (block, host) table, log2 (2^22 × 12 bytes: 48 MiB).
+pub const FIRST_LOG2: u32 = 22;
+
+/// Slots of the block table, log2 (2^20 × 16 bytes: 16 MiB).
+pub const BLOCKS_LOG2: u32 = 20;
+
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// A block's entry: its hash, the first hosts (32-bit, never 0) where it is template text,
+/// and whether it is software text (1). Free while the first host is 0. Plain words, so that
+/// a fresh table is zeroed memory the system hands out lazily.
+type BlockEntry = [u32; HOSTS + 1];
+
+/// A (block, host) entry: a tag of the key (never 0; 0 is a free slot) and the first
+/// fingerprint of a page of the host with the block (low, high 32 bits), in one cache line.
+type FirstEntry = [u32; 3];
+
+/// Sizes of the software-text counts, for `neardup index stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SoftwareStats {
+    /// Memory held, bytes.
+    pub bytes: usize,
+    /// Blocks found to be software text so far.
+    pub software_blocks: u64,
+}
+
+/// The counts of short blocks across hosts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SoftwareText {
+    first_log2: u32,
+    blocks_log2: u32,
+    /// The (block, host) table.
+    first: Vec<FirstEntry>,
+    /// The block table.
+    blocks: Vec<BlockEntry>,
+    /// Blocks that are software text (distinct; a block pushed out of its slot is not taken
+    /// back from this count).
+    found: u64,
+}
+
+impl Default for SoftwareText {
+    fn default() -> Self {
+        SoftwareText::new(FIRST_LOG2, BLOCKS_LOG2)
+    }
+}
+
+impl SoftwareText {
+    /// Empty counts with tables of `2^first_log2` and `2^blocks_log2` slots.
+    pub fn new(first_log2: u32, blocks_log2: u32) -> SoftwareText {
+        let (first_log2, blocks_log2) = (first_log2.clamp(4, 30), blocks_log2.clamp(4, 30));
+        SoftwareText {
+            first_log2,
+            blocks_log2,
+            first: vec![[0; 3]; 1 << first_log2],
+            blocks: vec![[0; HOSTS + 1]; 1 << blocks_log2],
+            found: 0,
+        }
+    }
+
+    /// Counts one decided page of `host` ([`super::freq::host_hash`]) with fingerprint `fp`
+    /// (its first 64 bits) and the short blocks `blocks`.
+    pub fn observe(&mut self, host: u64, fp: u64, blocks: &[u32]) {
+        let host32 = ((host >> 32) as u32) | 1;
+        let mask = (1u64 << self.first_log2) - 1;
+        for &b in blocks {
+            let key = mix(u64::from(b) ^ host.rotate_left(23));
+            let slot = (key & mask) as usize;
+            let tag = ((key >> 32) as u32) | 1;
+            let e = &mut self.first[slot];
+            if e[0] != tag {
+                *e = [tag, fp as u32, (fp >> 32) as u32];
+            } else {
+                let first = u64::from(e[1]) | u64::from(e[2]) << 32;
+                if (first ^ fp).count_ones() > TEMPLATE_DISTANCE {
+                    self.template(b, host32);
+                }
+            }
+        }
+    }
+
+    /// Block `b` is template text of the host `host32`.
+    fn template(&mut self, b: u32, host32: u32) {
+        let slot = (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize;
+        let e = &mut self.blocks[slot];
+        let hosts = 1..HOSTS;
+        if e[1] == 0 || e[0] != b {
+            *e = [0; HOSTS + 1];
+            e[0] = b;
+            e[1] = host32;
+            return;
+        }
+        if e[HOSTS] == 1 || e[hosts.clone()].contains(&host32) {
+            return;
+        }
+        match e[hosts].iter_mut().find(|h| **h == 0) {
+            Some(free) => *free = host32,
+            None => {
+                e[HOSTS] = 1;
+                self.found += 1;
+            }
+        }
+    }
+
+    /// Whether block `b` is software text.
+    pub fn is_software(&self, b: u32) -> bool {
+        let slot = (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize;
+        let e = &self.blocks[slot];
+        e[HOSTS] == 1 && e[0] == b && e[1] != 0
+    }
+
+    /// Blocks found to be software text so far.
+    pub fn found(&self) -> u64 {
+        self.found
+    }
+
+    /// Memory held, bytes.
+    pub fn bytes(&self) -> usize {
+        self.first.len() * std::mem::size_of::<FirstEntry>()
+            + self.blocks.len() * std::mem::size_of::<BlockEntry>()
+    }
+
+    /// Writes the counts (layout: the two table sizes' log2 u32 LE, `found` u64 LE, the
+    /// tags u32 LE, the fingerprints u64 LE, then each block entry: block, hosts u32 LE,
+    /// software u8).
+    pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(&self.first_log2.to_le_bytes())?;
+        w.write_all(&self.blocks_log2.to_le_bytes())?;
+        w.write_all(&self.found.to_le_bytes())?;
+        let mut buf = Vec::with_capacity(self.first.len() * 8);
+        buf.extend(self.first.iter().flat_map(|e| e[0].to_le_bytes()));
+        w.write_all(&buf)?;
+        buf.clear();
+        buf.extend(
+            self.first
+                .iter()
+                .flat_map(|e| [e[1], e[2]])
+                .flat_map(u32::to_le_bytes),
+        );
+        w.write_all(&buf)?;
+        buf.clear();
+        for e in &self.blocks {
+            for v in &e[..HOSTS] {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+            buf.push(e[HOSTS] as u8);
+        }
+        w.write_all(&buf)
+    }
+
+    /// Reads what [`SoftwareText::write_to`] wrote, for tables of the default sizes.
+    pub fn read_from(r: &mut impl Read) -> std::io::Result<SoftwareText> {
+        let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+        let mut b4 = [0u8; 4];
+        let mut b8 = [0u8; 8];
+        r.read_exact(&mut b4)?;
+        let first_log2 = u32::from_le_bytes(b4);
+        r.read_exact(&mut b4)?;
+        let blocks_log2 = u32::from_le_bytes(b4);
+        if (first_log2, blocks_log2) != (FIRST_LOG2, BLOCKS_LOG2) {
+            return Err(bad(format!(
+                "software-text tables of 2^{first_log2} and 2^{blocks_log2} slots, expected \
+                 2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}"
+            )));
+        }
+        r.read_exact(&mut b8)?;
+        let mut s = SoftwareText::new(first_log2, blocks_log2);
+        s.found = u64::from_le_bytes(b8);
+        let u = |c: &[u8], i: usize| {
+            u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+        };
+        let mut buf = vec![0u8; s.first.len() * 4];
+        r.read_exact(&mut buf)?;
+        for (e, c) in s.first.iter_mut().zip(buf.chunks_exact(4)) {
+            e[0] = u(c, 0);
+        }
+        let mut buf = vec![0u8; s.first.len() * 8];
+        r.read_exact(&mut buf)?;
+        for (e, c) in s.first.iter_mut().zip(buf.chunks_exact(8)) {
+            (e[1], e[2]) = (u(c, 0), u(c, 1));
+        }
+        let each = 4 * HOSTS + 1;
+        let mut buf = vec![0u8; s.blocks.len() * each];
+        r.read_exact(&mut buf)?;
+        for (e, c) in s.blocks.iter_mut().zip(buf.chunks_exact(each)) {
+            for (i, v) in e[..HOSTS].iter_mut().enumerate() {
+                *v = u(c, i);
+            }
+            e[HOSTS] = match c[each - 1] {
+                v @ (0 | 1) => u32::from(v),
+                v => return Err(bad(format!("software flag {v}"))),
+            };
+        }
+        Ok(s)
+    }
+}
+
+/// The software-text snapshot, beside the database's files: written at a clean stop with the
+/// lists snapshot, read back on open under the same rules (the index's epoch, and no more
+/// documents than the index has).
+pub const SNAPSHOT: &str = "software.snapshot";
+
+const MAGIC: &[u8; 8] = b"NDSOFT1\0";
+
+/// Writes `s` to `path` (temporary file, fsync, rename). Layout (v1): the magic
+/// `NDSOFT1\0`, epoch u64 LE, next_doc u64 LE, [`SoftwareText::write_to`], CRC-32 of
+/// everything before it, u32 LE.
+pub fn save(s: &SoftwareText, path: &std::path::Path, stamp: Stamp) -> std::io::Result<()> {
+    let mut body = Vec::with_capacity(s.bytes() + 64);
+    body.extend_from_slice(MAGIC);
+    body.extend_from_slice(&stamp.epoch.to_le_bytes());
+    body.extend_from_slice(&stamp.next_doc.to_le_bytes());
+    s.write_to(&mut body)?;
+    let crc = crc32fast::hash(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    let tmp = path.with_extension("snapshot.tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// Reads a snapshot written by [`save`]; a damaged or foreign file is an error.
+pub fn load(path: &std::path::Path) -> std::io::Result<(SoftwareText, Stamp)> {
+    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+    let bytes = std::fs::read(path)?;
+    if bytes.len() < MAGIC.len() + 20 || &bytes[..8] != MAGIC {
+        return Err(bad("not a software-text snapshot"));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+        return Err(bad("checksum mismatch (damaged file)"));
+    }
+    let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    let stamp = Stamp {
+        epoch: le(&body[8..16]),
+        next_doc: le(&body[16..24]),
+    };
+    let mut rest = &body[24..];
+    let s = SoftwareText::read_from(&mut rest)?;
+    if !rest.is_empty() {
+        return Err(bad("trailing bytes"));
+    }
+    Ok((s, stamp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAR: u64 = 0;
+    const FAR2: u64 = u64::MAX;
+
+    #[test]
+    fn a_block_is_software_once_template_text_of_three_hosts() {
+        let mut s = SoftwareText::new(10, 8);
+        let (a, b, c) = (
+            0xaaaa_0000_0000_0000,
+            0xbbbb_0000_0000_0000,
+            0xcccc_0000_0000_0000,
+        );
+        let block = 42;
+        for (i, host) in [a, b].into_iter().enumerate() {
+            s.observe(host, FAR, &[block]);
+            s.observe(host, FAR2, &[block]);
+            assert!(!s.is_software(block), "{i}: two hosts are not enough");
+        }
+        s.observe(c, FAR, &[block]);
+        assert!(
+            !s.is_software(block),
+            "one page of the third host is not template text"
+        );
+        s.observe(c, FAR2, &[block]);
+        assert!(s.is_software(block));
+        assert_eq!(s.found(), 1);
+        assert!(!s.is_software(43));
+    }
+
+    #[test]
+    fn copies_and_one_host_never_make_software_text() {
+        let mut s = SoftwareText::new(10, 8);
+        // a wire story on ten hosts, each host printing it twice: the same fingerprint
+        for h in 1..=10u64 {
+            let host = h << 40;
+            s.observe(host, 0x1234, &[7]);
+            s.observe(host, 0x1234 ^ 0xff, &[7]); // a few bits apart: a near copy
+        }
+        assert!(!s.is_software(7));
+        // one host printing a notice on a hundred different pages
+        for p in 0..100u64 {
+            s.observe(9 << 40, mix(p), &[8]);
+        }
+        assert!(!s.is_software(8));
+        assert_eq!(s.found(), 0);
+    }
+
+    #[test]
+    fn the_counts_depend_on_the_order_only_and_round_trip() {
+        let pages: Vec<(u64, u64, Vec<u32>)> = (0..2000u64)
+            .map(|i| {
+                (
+                    mix(i % 17) << 8,
+                    mix(i),
+                    vec![(i % 5) as u32, 100 + (i % 300) as u32],
+                )
+            })
+            .collect();
+        let run = || {
+            let mut s = SoftwareText::new(12, 8);
+            for (h, fp, b) in &pages {
+                s.observe(*h, *fp, b);
+            }
+            s
+        };
+        let (x, y) = (run(), run());
+        assert_eq!(x, y);
+        assert!(x.is_software(0) && x.is_software(4));
+        let mut full = SoftwareText::default();
+        for (h, fp, b) in &pages {
+            full.observe(*h, *fp, b);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SNAPSHOT);
+        let stamp = Stamp {
+            epoch: 7,
+            next_doc: 2000,
+        };
+        save(&full, &path, stamp).unwrap();
+        let (back, st) = load(&path).unwrap();
+        assert_eq!(st, stamp);
+        assert_eq!(back, full);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n / 2] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(load(&path).is_err(), "a damaged snapshot is refused");
+    }
+}

@@ -287,44 +287,70 @@ pub struct Stamp {
 /// `NDFREQ1\0`, epoch u64 LE, next_doc u64 LE, [`Freq::write_to`], CRC-32 of everything
 /// before it, u32 LE.
 pub fn save(freq: &Freq, path: &std::path::Path, stamp: Stamp) -> std::io::Result<()> {
-    let mut body = Vec::with_capacity(freq.bytes() + 64);
-    body.extend_from_slice(MAGIC);
-    body.extend_from_slice(&stamp.epoch.to_le_bytes());
-    body.extend_from_slice(&stamp.next_doc.to_le_bytes());
-    freq.write_to(&mut body)?;
-    let crc = crc32fast::hash(&body);
-    body.extend_from_slice(&crc.to_le_bytes());
+    write_snapshot(path, MAGIC, stamp, freq.bytes(), |body| freq.write_to(body))
+}
+
+/// Reads a snapshot written by [`save`]; a damaged or foreign file is an error.
+pub fn load(path: &std::path::Path, log2: u32) -> std::io::Result<(Freq, Stamp)> {
+    read_snapshot(path, MAGIC, "frequencies", |rest| {
+        Freq::read_from(rest, log2)
+    })
+}
+
+/// Writes a snapshot file (temporary file, fsync, rename): `magic`, the stamp's epoch and
+/// next_doc u64 LE, what `body` writes (about `size` bytes), CRC-32 of everything before
+/// it, u32 LE.
+pub(super) fn write_snapshot(
+    path: &std::path::Path,
+    magic: &[u8; 8],
+    stamp: Stamp,
+    size: usize,
+    body: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(size + 64);
+    out.extend_from_slice(magic);
+    out.extend_from_slice(&stamp.epoch.to_le_bytes());
+    out.extend_from_slice(&stamp.next_doc.to_le_bytes());
+    body(&mut out)?;
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
     let tmp = path.with_extension("snapshot.tmp");
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
+        f.write_all(&out)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
 }
 
-/// Reads a snapshot written by [`save`]; a damaged or foreign file is an error.
-pub fn load(path: &std::path::Path, log2: u32) -> std::io::Result<(Freq, Stamp)> {
-    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+/// Reads a snapshot file written by [`write_snapshot`] with `magic` (of `what`), its body
+/// by `body`, which must read all of it; a damaged or foreign file is an error.
+pub(super) fn read_snapshot<T>(
+    path: &std::path::Path,
+    magic: &[u8; 8],
+    what: &str,
+    body: impl FnOnce(&mut &[u8]) -> std::io::Result<T>,
+) -> std::io::Result<(T, Stamp)> {
+    let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
     let bytes = std::fs::read(path)?;
-    if bytes.len() < MAGIC.len() + 20 || &bytes[..8] != MAGIC {
-        return Err(bad("not a frequencies snapshot"));
+    if bytes.len() < magic.len() + 20 || &bytes[..8] != magic {
+        return Err(bad(format!("not a {what} snapshot")));
     }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err(bad("checksum mismatch (damaged file)"));
+    let (all, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(all) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+        return Err(bad("checksum mismatch (damaged file)".into()));
     }
     let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     let stamp = Stamp {
-        epoch: le(&body[8..16]),
-        next_doc: le(&body[16..24]),
+        epoch: le(&all[8..16]),
+        next_doc: le(&all[16..24]),
     };
-    let mut rest = &body[24..];
-    let freq = Freq::read_from(&mut rest, log2)?;
+    let mut rest = &all[24..];
+    let value = body(&mut rest)?;
     if !rest.is_empty() {
-        return Err(bad("trailing bytes"));
+        return Err(bad("trailing bytes".into()));
     }
-    Ok((freq, stamp))
+    Ok((value, stamp))
 }
 
 #[cfg(test)]

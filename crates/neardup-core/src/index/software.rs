@@ -255,44 +255,12 @@ const MAGIC: &[u8; 8] = b"NDSOFT1\0";
 /// `NDSOFT1\0`, epoch u64 LE, next_doc u64 LE, [`SoftwareText::write_to`], CRC-32 of
 /// everything before it, u32 LE.
 pub fn save(s: &SoftwareText, path: &std::path::Path, stamp: Stamp) -> std::io::Result<()> {
-    let mut body = Vec::with_capacity(s.bytes() + 64);
-    body.extend_from_slice(MAGIC);
-    body.extend_from_slice(&stamp.epoch.to_le_bytes());
-    body.extend_from_slice(&stamp.next_doc.to_le_bytes());
-    s.write_to(&mut body)?;
-    let crc = crc32fast::hash(&body);
-    body.extend_from_slice(&crc.to_le_bytes());
-    let tmp = path.with_extension("snapshot.tmp");
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+    super::freq::write_snapshot(path, MAGIC, stamp, s.bytes(), |body| s.write_to(body))
 }
 
 /// Reads a snapshot written by [`save`]; a damaged or foreign file is an error.
 pub fn load(path: &std::path::Path) -> std::io::Result<(SoftwareText, Stamp)> {
-    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
-    let bytes = std::fs::read(path)?;
-    if bytes.len() < MAGIC.len() + 20 || &bytes[..8] != MAGIC {
-        return Err(bad("not a software-text snapshot"));
-    }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(body) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err(bad("checksum mismatch (damaged file)"));
-    }
-    let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-    let stamp = Stamp {
-        epoch: le(&body[8..16]),
-        next_doc: le(&body[16..24]),
-    };
-    let mut rest = &body[24..];
-    let s = SoftwareText::read_from(&mut rest)?;
-    if !rest.is_empty() {
-        return Err(bad("trailing bytes"));
-    }
-    Ok((s, stamp))
+    super::freq::read_snapshot(path, MAGIC, "software-text", |r| SoftwareText::read_from(r))
 }
 
 #[cfg(test)]

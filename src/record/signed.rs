@@ -349,9 +349,14 @@ mod tests {
             ("title", serde_json::json!("00")),
             ("blocks", serde_json::json!([9, 9])),
             ("block_signatures", serde_json::json!([[7, []]])),
+            // a block that is not among the page's short blocks
+            ("block_signatures", serde_json::json!([[1, [2]]])),
             ("block_signatures", serde_json::json!([[7, [3, 2]]])),
             // a signature the page does not have
-            ("block_signatures", serde_json::json!([[7, [1]]])),
+            (
+                "block_signatures",
+                serde_json::json!([[rec.blocks[0], [1]]]),
+            ),
             ("schema", serde_json::json!("neardup.signed.v9")),
             ("id", serde_json::json!("")),
             ("extra", serde_json::json!(1)),

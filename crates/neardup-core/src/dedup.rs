@@ -126,8 +126,7 @@ impl Deduplicator {
         } else if q.set_len() < min_signatures {
             // text, but too little of its own to match on: judged, matches only a page it
             // is one page with
-            let q = (q.set_len() > 0 && q.set_len() < signed.sigs.set_len()).then_some(q);
-            self.identical_copy(signed, q)?
+            self.identical_copy(signed, [matched, q])?
         } else {
             // with text rules 3 and later, short pages are matched across hosts only
             let url = (self.index.params().signature)
@@ -190,12 +189,12 @@ impl Deduplicator {
     /// The earliest unique page of the page's identity ([`crate::signature::identity`]),
     /// for a page with too few informative signatures to be matched on them: it is found
     /// among the candidates of its whole signature set (the same text has the same
-    /// signatures and fingerprint, numbers aside), and its similarity is that of the whole
-    /// sets.
+    /// signatures and fingerprint, numbers aside), else of its set without software text,
+    /// else of its informative set (`also`), and its similarity is that of the whole sets.
     fn identical_copy(
         &mut self,
         signed: &Signed,
-        matched: Option<&Signatures>,
+        also: [&Signatures; 2],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
         let keys = Keys::of(signed);
         if keys.identity.is_none() {
@@ -205,16 +204,23 @@ impl Deduplicator {
         let method = self.index.params().method;
         let m = self.index.params().measure;
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
-        // the lists hold a page by what it is matched on, or by its whole set when too
-        // little is left ([`DocRecord::listed_sigs`]): both are asked
-        for pass in 0..3 {
+        // the lists hold a page by what it is matched on (without its software text), or by
+        // its whole set when too little is left ([`DocRecord::listed_sigs`]): when the whole
+        // set finds nothing, the page's set without software text, then its informative set
+        // are asked (`also`)
+        for pass in 0..4 {
+            let probe = match pass {
+                1 => Some(&signed.sigs),
+                2 | 3 => Some(also[pass - 2]).filter(|s| {
+                    s.set_len() > 0 && s.set_len() < [&signed.sigs, also[0]][pass - 2].set_len()
+                }),
+                _ => None,
+            };
             if pass == 0 && matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
                 self.index
                     .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            } else if pass == 1 && method.has_lists() {
-                self.index.list_candidates(&signed.sigs, &mut cands)?;
-            } else if let (2, true, Some(q)) = (pass, method.has_lists(), matched) {
-                self.index.list_candidates(q, &mut cands)?;
+            } else if let (Some(set), true) = (probe, method.has_lists()) {
+                self.index.list_candidates(set, &mut cands)?;
             } else {
                 continue;
             }

@@ -10,10 +10,10 @@
 //! The counts, in the order pages are decided (every decided page counts, duplicates and
 //! skipped pages included; a repeated id does not):
 //!
-//! - a short block ([`crate::signature::software`]) is *template text of host h* once it
-//!   is on two pages of h whose fingerprints are more than [`TEMPLATE_DISTANCE`] bits apart
-//!   (pages about different things; identical copies have equal fingerprints and never
-//!   count);
+//! - a short block ([`crate::signature::software`]) is *template text of host h* once a
+//!   page of h carries it with a fingerprint more than [`TEMPLATE_DISTANCE`] bits from that
+//!   of the first page of h that carried it (pages about different things; identical copies
+//!   have equal fingerprints and never count);
 //! - it is *software text* once it is template text of [`HOSTS`] hosts.
 //!
 //! The decision leaves the signatures of a page's software blocks out of matching, on the
@@ -70,7 +70,9 @@ type FirstEntry = [u32; 3];
 pub struct SoftwareStats {
     /// Memory held, bytes.
     pub bytes: usize,
-    /// Blocks found to be software text so far.
+    /// Times a block was found to be software text so far (a block pushed out of its slot
+    /// and found again counts again; as of the last count, which removals leave to the next
+    /// decision).
     pub software_blocks: u64,
 }
 
@@ -83,8 +85,8 @@ pub struct SoftwareText {
     first: Vec<FirstEntry>,
     /// The block table.
     blocks: Vec<BlockEntry>,
-    /// Blocks that are software text (distinct; a block pushed out of its slot is not taken
-    /// back from this count).
+    /// Times a block became software text (a block pushed out of its slot and found again
+    /// counts again).
     found: u64,
 }
 
@@ -158,7 +160,8 @@ impl SoftwareText {
         e[HOSTS] == 1 && e[0] == b && e[1] != 0
     }
 
-    /// Blocks found to be software text so far.
+    /// Times a block was found to be software text so far (a block pushed out of its slot
+    /// and found again counts again).
     pub fn found(&self) -> u64 {
         self.found
     }

@@ -57,11 +57,12 @@ impl ShortBlocks {
         out
     }
 
-    /// Whether the lists are well formed: blocks ascending and distinct, each block's
-    /// signatures ascending, distinct and not empty.
+    /// Whether the lists are well formed: blocks ascending and distinct, each block with
+    /// signatures one of them, and its signatures ascending, distinct and not empty.
     pub fn well_formed(&self) -> bool {
         self.blocks.windows(2).all(|w| w[0] < w[1])
             && self.sigs.windows(2).all(|w| w[0].0 < w[1].0)
+            && (self.sigs.iter()).all(|(b, _)| self.blocks.binary_search(b).is_ok())
             && self
                 .sigs
                 .iter()

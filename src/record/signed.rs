@@ -202,7 +202,7 @@ impl SignedRecord {
                 "short blocks not ascending and distinct, or a block without signatures".into(),
             ));
         }
-        let own = |h: &u32| sigs.entries().binary_search_by_key(h, |e| e.0).is_ok();
+        let own = |h: &u32| sigs.contains(*h);
         if let Some((block, _)) = short.sigs.iter().find(|(_, s)| !s.iter().all(own)) {
             return Err(bad(format!(
                 "block_signatures of block {block} name signatures the page does not have"

@@ -116,7 +116,7 @@ impl Deduplicator {
         // document frequencies, boilerplate (outside the IDF band, or template text of the
         // host)
         let software = self.index.software_sigs(&signed.short, &signed.sigs)?;
-        let matched = without(&signed.sigs, &software);
+        let matched = signed.sigs.without(&software);
         let matched = matched.as_ref().unwrap_or(&signed.sigs);
         let informative = self.index.informative(page.url, matched);
         let q = informative.as_ref().unwrap_or(matched);
@@ -208,19 +208,18 @@ impl Deduplicator {
         // its whole set when too little is left ([`DocRecord::listed_sigs`]): when the whole
         // set finds nothing, the page's set without software text, then its informative set
         // are asked (`also`)
-        for pass in 0..4 {
-            let probe = match pass {
-                1 => Some(&signed.sigs),
-                2 | 3 => Some(also[pass - 2]).filter(|s| {
-                    s.set_len() > 0 && s.set_len() < [&signed.sigs, also[0]][pass - 2].set_len()
-                }),
-                _ => None,
-            };
+        let mut probes = vec![&signed.sigs];
+        for set in also {
+            if set.set_len() > 0 && set.set_len() < probes[probes.len() - 1].set_len() {
+                probes.push(set);
+            }
+        }
+        for pass in 0..=probes.len() {
             if pass == 0 && matches!(method, Method::AlgG | Method::AlgH | Method::Chain) {
                 self.index
                     .fingerprint_candidates(&signed.fingerprint, &mut cands)?;
-            } else if let (Some(set), true) = (probe, method.has_lists()) {
-                self.index.list_candidates(set, &mut cands)?;
+            } else if pass > 0 && method.has_lists() {
+                self.index.list_candidates(probes[pass - 1], &mut cands)?;
             } else {
                 continue;
             }
@@ -278,17 +277,6 @@ impl Deduplicator {
         }
         Ok(best)
     }
-}
-
-/// `sigs` without the hashes `left_out` (ascending); `None` when none of them is in it.
-fn without(sigs: &Signatures, left_out: &[u32]) -> Option<Signatures> {
-    if left_out.is_empty() {
-        return None;
-    }
-    let kept: Vec<(u32, u32)> = (sigs.entries().iter().copied())
-        .filter(|e| left_out.binary_search(&e.0).is_err())
-        .collect();
-    (kept.len() < sigs.set_len()).then(|| Signatures::from_entries(kept).unwrap_or_default())
 }
 
 /// The decision that a page is a duplicate of `canonical`, found as `cand`.

@@ -728,7 +728,7 @@ mod software_text {
         let software = d.index_mut().software_text().unwrap().unwrap();
         for line in BOX {
             assert!(
-                software.is_software(crate::signature::software::hash(line)),
+                software.is_software(crate::signature::template::block_hash(line)),
                 "{line}"
             );
         }

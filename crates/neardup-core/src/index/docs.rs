@@ -426,13 +426,10 @@ impl DocRecord {
     /// The signatures this document is matched on, before the document frequencies: its
     /// signatures without those left out as software text when it was decided.
     pub fn matched_sigs(&self) -> std::borrow::Cow<'_, Signatures> {
-        if self.software.is_empty() {
-            return std::borrow::Cow::Borrowed(&self.sigs);
+        match self.sigs.without(&self.software) {
+            Some(kept) => std::borrow::Cow::Owned(kept),
+            None => std::borrow::Cow::Borrowed(&self.sigs),
         }
-        let kept: Vec<(u32, u32)> = (self.sigs.entries().iter().copied())
-            .filter(|e| self.software.binary_search(&e.0).is_err())
-            .collect();
-        std::borrow::Cow::Owned(Signatures::from_entries(kept).unwrap_or_default())
     }
 
     /// Decodes a record; any inconsistency is an error, never a panic.

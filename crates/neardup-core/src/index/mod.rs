@@ -832,7 +832,7 @@ impl Index {
         };
         let mut found = short.software_sigs(|b| s.is_software(b));
         // only the page's own signatures (a signed record could name others)
-        found.retain(|h| sigs.entries().binary_search_by_key(h, |e| e.0).is_ok());
+        found.retain(|&h| sigs.contains(h));
         Ok(found)
     }
 
@@ -855,11 +855,9 @@ impl Index {
     /// The signatures a stored document is matched on ([`DocRecord::matched_sigs`], then
     /// [`Index::informative`]).
     pub fn informative_doc(&self, doc: &DocRecord) -> Option<Signatures> {
-        let matched = doc.matched_sigs();
-        match (self.informative(&doc.url, &matched), matched) {
-            (Some(s), _) => Some(s),
-            (None, std::borrow::Cow::Owned(s)) => Some(s),
-            (None, std::borrow::Cow::Borrowed(_)) => None,
+        match doc.matched_sigs() {
+            std::borrow::Cow::Borrowed(all) => self.informative(&doc.url, all),
+            std::borrow::Cow::Owned(m) => Some(self.informative(&doc.url, &m).unwrap_or(m)),
         }
     }
 

@@ -139,6 +139,22 @@ impl Signatures {
     pub fn hashes(&self) -> impl Iterator<Item = u32> + Clone + '_ {
         self.0.iter().map(|e| e.0)
     }
+
+    /// Whether `hash` is in the set.
+    pub fn contains(&self, hash: u32) -> bool {
+        self.0.binary_search_by_key(&hash, |e| e.0).is_ok()
+    }
+
+    /// The set without the hashes `left_out` (ascending); `None` when none of them is in it.
+    pub fn without(&self, left_out: &[u32]) -> Option<Signatures> {
+        if left_out.is_empty() {
+            return None;
+        }
+        let kept: Vec<(u32, u32)> = (self.0.iter().copied())
+            .filter(|e| left_out.binary_search(&e.0).is_err())
+            .collect();
+        (kept.len() < self.0.len()).then_some(Signatures(kept))
+    }
 }
 
 /// Settings of the signing path. Changing any of them changes the signatures, so they are
@@ -607,13 +623,12 @@ impl Signer {
         } else {
             text::main_region(&text.blocks)
         };
-        let page: Vec<u32> = sigs.hashes().collect();
         let k = self.config.short_shingle as usize;
         software::of(
             text,
             self.config.max_link_density,
             signed,
-            &page,
+            sigs,
             |t, out| self.tokenizer.push_block(t, out),
             |tokens| match family {
                 Family::Words => words::word_shingles(tokens, k).hashes().collect(),

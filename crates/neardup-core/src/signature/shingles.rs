@@ -130,7 +130,7 @@ pub fn sentence_spots(tokens: &Tokens, p: ShingleParams, mut f: impl FnMut(u32, 
         }
         let words: Vec<&str> = ids.iter().map(|&i| tokens.get(i as usize)).collect();
         let h = sentence_hash(&words);
-        if sample.entries().binary_search_by_key(&h, |e| e.0).is_ok() && seen.insert(h) {
+        if sample.contains(h) && seen.insert(h) {
             f(h, words.join(" "), ids);
         }
     }
@@ -168,7 +168,7 @@ pub fn sentence_strings(tokens: &Tokens, p: ShingleParams) -> Vec<String> {
     let mut out = Vec::new();
     for_each_sentence(tokens, p, |words| {
         let h = sentence_hash(words);
-        if sample.entries().binary_search_by_key(&h, |e| e.0).is_ok() && seen.insert(h) {
+        if sample.contains(h) && seen.insert(h) {
             out.push(words.join(" "));
         }
     });

@@ -17,6 +17,8 @@
 //! ([`super::template`]). Below three words a block makes no signature (a SpotSigs chain is
 //! an antecedent and two words, a word shingle three words).
 
+use super::template::block_hash;
+use super::Signatures;
 use crate::text::{Stripped, Tokens};
 
 /// Fewest words of a short block.
@@ -78,20 +80,15 @@ pub(crate) fn is_short(text: &Stripped, b: &crate::text::Block, max_link_density
         && !text.block_text(b).trim().is_empty()
 }
 
-/// The hash of a block's text.
-pub fn hash(text: &str) -> u32 {
-    crc32fast::hash(text.trim().as_bytes())
-}
-
 /// The short blocks of `text`: every short block's hash, and for each short block among the
 /// blocks `signed` (the range of blocks the page was signed from), its own signatures
 /// (`sign` makes them from the block's tokens, `tokens_of` those from its text) that are in
-/// `page` (the page's signature hashes, ascending).
+/// `page` (the page's signatures).
 pub(crate) fn of(
     text: &Stripped,
     max_link_density: f64,
     signed: std::ops::Range<usize>,
-    page: &[u32],
+    page: &Signatures,
     mut tokens_of: impl FnMut(&str, &mut Tokens),
     mut sign: impl FnMut(&Tokens) -> Vec<u32>,
 ) -> ShortBlocks {
@@ -103,16 +100,16 @@ pub(crate) fn of(
             continue;
         }
         let t = text.block_text(b);
-        let h = hash(t);
+        let h = block_hash(t);
         blocks.push(h);
-        if page.is_empty() || !signed.contains(&i) || sigs.iter().any(|(x, _)| *x == h) {
+        if page.set_len() == 0 || !signed.contains(&i) || sigs.iter().any(|(x, _)| *x == h) {
             continue;
         }
         tokens.clear();
         tokens_of(t, &mut tokens);
         let mut own: Vec<u32> = sign(&tokens)
             .into_iter()
-            .filter(|s| page.binary_search(s).is_ok())
+            .filter(|&s| page.contains(s))
             .collect();
         if own.is_empty() {
             continue;

@@ -27,14 +27,20 @@ pub const SAMPLE: usize = 32;
 /// template shares its article's blocks only, a few of the tens or hundreds a page has.
 pub const SAME_TEMPLATE: f64 = 0.3;
 
+/// The hash of a block's text: the CRC-32 of its trimmed text (the template sample's, and
+/// a short block's, [`super::software`]).
+pub fn block_hash(text: &str) -> u32 {
+    crc32fast::hash(text.trim().as_bytes())
+}
+
 /// The template sample of a stripped page: the smallest distinct block hashes, ascending.
 pub fn sample(text: &Stripped) -> Vec<u32> {
     let mut hashes: Vec<u32> = text
         .blocks
         .iter()
-        .map(|b| text.block_text(b).trim())
-        .filter(|t| !t.is_empty())
-        .map(|t| crc32fast::hash(t.as_bytes()))
+        .map(|b| text.block_text(b))
+        .filter(|t| !t.trim().is_empty())
+        .map(block_hash)
         .collect();
     hashes.sort_unstable();
     hashes.dedup();

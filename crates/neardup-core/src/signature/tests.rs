@@ -563,7 +563,7 @@ fn short_blocks_are_counted_and_their_own_signatures_kept() {
     let s = Signer::new(&SignatureConfig::default()).unwrap();
     let signed = s.sign(&html);
     assert_eq!(signed.family, Family::Spotsigs);
-    let h = software::hash(credit);
+    let h = template::block_hash(credit);
     // counted: 3 to 20 words, not a link; two words, a link and 30 words are not
     assert_eq!(signed.short.blocks, vec![h], "{:?}", signed.short);
     // its own signatures, all of them the page's

@@ -2,18 +2,25 @@
 # Checks the Helm chart under helm/neardup, offline:
 #   1. values.yaml documents every value; yamllint on the chart's YAML files; the Dockerfile's
 #      user, port and entrypoint are the chart's
-#   2. for the default values and each variant under helm/ci/*.yaml:
+#   2. for the default values, each variant under helm/ci/*.yaml and each example under
+#      helm/neardup/examples/*.yaml, under both guarantees (kafka.guarantee at-least-once and
+#      exactly-once; a combination the schema refuses, a standby without exactly-once, is
+#      skipped and counted):
 #      helm lint --strict; helm template (Kubernetes 1.30, monitoring.coreos.com/v1 available);
 #      kubernetes-validate --strict on the core objects; kubernetes-models on every object
-#      (the ServiceMonitor included); yamllint on the rendered manifest;
+#      (the ServiceMonitor and the PrometheusRule included); yamllint on the rendered manifest;
 #      the drift check: each StatefulSet, Deployment and Job's command, arguments, environment
-#      and config file handed to `neardup run|replay --check-config`, and the roles of
-#      scale-out checked against each other (scripts/helm_checks.py drift)
+#      and config file handed to `neardup run|replay --check-config`, its probes, volumes and
+#      placement, and the roles of scale-out checked against each other (scripts/helm_checks.py
+#      drift); the alerts name only metrics of src/telemetry.rs and the release's jobs and
+#      claims (scripts/helm_checks.py rules)
 #   3. every values file under helm/ci/invalid/ is rejected, with the message its
 #      "# expect:" line names
 #   4. the checks can fail: a renamed flag, config key or variable in a copy of the chart, an
 #      unknown flag in extraArgs, signers and decider in one group or the signers on the
-#      wrong config, and an invalid ServiceMonitor are each caught
+#      wrong config, a startup probe off /startupz, a standby on the active decider's node, a
+#      dry run's scratch on the small /tmp, an alert on a metric the binary does not export,
+#      and an invalid ServiceMonitor or PrometheusRule are each caught
 #   5. helm package, and the packaged chart renders like the directory
 # NEARDUP_BIN (default ${CARGO_TARGET_DIR:-target}/release/neardup) is the binary of the drift
 # check; without it the script fails. Exits non-zero on any failure; prints a summary.
@@ -65,8 +72,8 @@ if "$PY" scripts/helm_checks.py values-doc "$CHART/values.yaml"; then
 else
   fail "values.yaml: undocumented values"
 fi
-if "$YAMLLINT" -c helm/yamllint.yaml "$CHART/Chart.yaml" "$CHART/values.yaml" helm/ci; then
-  summary+=("yamllint: Chart.yaml, values.yaml, helm/ci")
+if "$YAMLLINT" -c helm/yamllint.yaml "$CHART/Chart.yaml" "$CHART/values.yaml" helm/ci "$CHART/examples"; then
+  summary+=("yamllint: Chart.yaml, values.yaml, helm/ci, examples")
 else
   fail "yamllint on the chart's YAML files"
 fi
@@ -81,23 +88,45 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 variants=(default)
-for f in helm/ci/*.yaml; do variants+=("$f"); done
+for f in helm/ci/*.yaml "$CHART"/examples/*.yaml; do variants+=("$f"); done
+guarantees=(at-least-once exactly-once)
 nvariants=0
+nruns=0
+nskipped=0
+skipped=()
+nrules=0
 for v in "${variants[@]}"; do
-  name="$(basename "$v" .yaml)"
+for g in "${guarantees[@]}"; do
+  name="$(basename "$v" .yaml)@$g"
   args=()
   [ "$v" = default ] || args=(-f "$v")
+  args+=(--set "kafka.guarantee=$g")
   step "variant $name"
+  out="$WORK/$name.yaml"
+  if ! render "$out" "$CHART" "${args[@]}" 2>"$WORK/$name.err"; then
+    if [ "$g" = at-least-once ] && grep -qF 'kafka.guarantee does not match: "exactly-once"' "$WORK/$name.err" &&
+      render "$WORK/$name.own.yaml" "$CHART" "${args[@]:0:${#args[@]}-2}" 2>/dev/null; then
+      # the schema refuses a standby decider without exactly-once (helm/ci/invalid checks it)
+      echo "skipped: $name (a standby decider needs exactly-once)"
+      nskipped=$((nskipped + 1))
+      skipped+=("$name")
+      continue
+    fi
+    cat "$WORK/$name.err" >&2
+    fail "$name: helm template"
+    nruns=$((nruns + 1))
+    continue
+  fi
+  nruns=$((nruns + 1))
   ok=1
   if ! "$HELM" lint --strict "$CHART" "${args[@]}"; then fail "$name: helm lint --strict"; ok=0; fi
-  out="$WORK/$name.yaml"
-  if ! render "$out" "$CHART" "${args[@]}"; then fail "$name: helm template"; continue; fi
   "$PY" scripts/helm_checks.py split "$out" "$WORK/$name.core.yaml" "$WORK/$name.custom.yaml" ||
     { fail "$name: cannot split the manifest"; continue; }
   kv_out="$("$KV" -k "$KUBE" --strict --quiet "$WORK/$name.core.yaml" 2>&1)" || { echo "$kv_out"; fail "$name: kubernetes-validate"; ok=0; }
   if grep -q 'WARN' <<<"$kv_out"; then echo "$kv_out"; fail "$name: kubernetes-validate warned about a core object"; ok=0; fi
   require=(--require StatefulSet --require ConfigMap --require Service)
   grep -q '^kind: ServiceMonitor' "$out" && require+=(--require ServiceMonitor)
+  grep -q '^kind: PrometheusRule' "$out" && require+=(--require PrometheusRule)
   grep -q '^kind: Job' "$out" && require+=(--require Job)
   grep -q '^kind: Deployment' "$out" && require+=(--require Deployment)
   grep -q '^kind: HorizontalPodAutoscaler' "$out" && require+=(--require HorizontalPodAutoscaler)
@@ -111,9 +140,17 @@ for v in "${variants[@]}"; do
   defaults=()
   [ "$v" = default ] && defaults=(--defaults)
   if ! "$PY" scripts/helm_checks.py drift --bin "$NEARDUP_BIN" "${defaults[@]}" "$out"; then fail "$name: drift check"; ok=0; fi
+  if grep -q '^kind: PrometheusRule' "$out"; then
+    if "$PY" scripts/helm_checks.py rules --metrics src/telemetry.rs "$out"; then
+      nrules=$((nrules + 1))
+    else
+      fail "$name: alerts"; ok=0
+    fi
+  fi
   [ "$ok" = 1 ] && nvariants=$((nvariants + 1))
 done
-summary+=("variants: $nvariants/${#variants[@]} passed lint --strict, template, kubernetes-validate --strict, kubernetes-models, yamllint, drift (--check-config)")
+done
+summary+=("variants: $nvariants/$nruns passed lint --strict, template, kubernetes-validate --strict, kubernetes-models, yamllint, drift (--check-config) ($((${#variants[@]})) value sets × ${#guarantees[@]} guarantees; $nskipped skipped, refused by the schema: ${skipped[*]:-none}; alerts checked in $nrules)")
 
 # ---------------------------------------------------------------------------------------------
 step "invalid values are rejected"
@@ -221,6 +258,41 @@ else
   echo "caught: a ServiceMonitor with interval 15sec (kubernetes-models: $(grep -o 'interval must match pattern' "$WORK/m-sm.txt" | head -n 1))"
   nneg=$((nneg + 1))
 fi
+# The startup probe back on /healthz (liveness would then kill an index still opening).
+mutant "$WORK/m-startup" statefulset.yaml 's#path: /startupz#path: /healthz#'
+render "$WORK/m-startup.yaml" "$WORK/m-startup" || fail "render of m-startup failed"
+expect_drift_failure "startup probe on /healthz" "$WORK/m-startup.yaml" "startupProbe does not GET /startupz"
+# A standby decider free to share the active one's node.
+mutant "$WORK/m-anti" _helpers.tpl 's/^{{- if and .Values.scaleOut.enabled .Values.scaleOut.decider.standby -}}$/{{- if false -}}/'
+render "$WORK/m-anti.yaml" "$WORK/m-anti" -f helm/ci/standby.yaml || fail "render of m-anti failed"
+expect_drift_failure "standby without anti-affinity" "$WORK/m-anti.yaml" "without a pod anti-affinity on kubernetes.io/hostname"
+# A dry run's scratch copy of the index on the small /tmp.
+mutant "$WORK/m-scratch" _helpers.tpl 's/^      {{- if .dryRun }}$/      {{- if false }}/'
+render "$WORK/m-scratch.yaml" "$WORK/m-scratch" -f helm/ci/replay.yaml || fail "render of m-scratch failed"
+expect_drift_failure "dry-run scratch on the small /tmp" "$WORK/m-scratch.yaml" "a dry-run replay copies the index into its temporary directory /tmp, which is an emptyDir"
+# An alert on a metric the binary does not export.
+nnegtotal=$((nnegtotal + 1))
+mutant "$WORK/m-rule" prometheusrule.yaml 's/neardup_failed{/neardup_fatal{/'
+render "$WORK/m-rule.yaml" "$WORK/m-rule" -f helm/ci/servicemonitor.yaml || fail "render of m-rule failed"
+if msg="$("$PY" scripts/helm_checks.py rules --metrics src/telemetry.rs "$WORK/m-rule.yaml" 2>&1)"; then
+  fail "the alerts check accepts an alert on neardup_fatal"
+elif ! grep -qF "names neardup_fatal, which the binary does not export" <<<"$msg"; then
+  fail "the alerts check rejects the mutant, but not for neardup_fatal: $msg"
+else
+  echo "caught: an alert on neardup_fatal, which the binary does not export"
+  nneg=$((nneg + 1))
+fi
+# An invalid PrometheusRule.
+nnegtotal=$((nnegtotal + 1))
+render "$WORK/m-pr.yaml" "$WORK/m-noschema" -f helm/ci/servicemonitor.yaml --set prometheusRule.consumerLag.for=15minutes || fail "render of m-pr failed"
+if node scripts/validate-crds.mjs --require PrometheusRule "$WORK/m-pr.yaml" >"$WORK/m-pr.txt"; then
+  fail "kubernetes-models accepts a PrometheusRule with for: 15minutes"
+elif ! grep -q 'PrometheusRule.*for must match pattern' "$WORK/m-pr.txt"; then
+  fail "kubernetes-models rejects the mutant, but not for its for: $(grep FAIL "$WORK/m-pr.txt")"
+else
+  echo "caught: a PrometheusRule with for: 15minutes (kubernetes-models: for must match pattern)"
+  nneg=$((nneg + 1))
+fi
 # An invalid core object.
 nnegtotal=$((nnegtotal + 1))
 render "$WORK/m-core.yaml" "$WORK/m-noschema" --set containerPort=metrics || fail "render of m-core failed"
@@ -234,7 +306,7 @@ else
   echo "caught: a StatefulSet with containerPort \"metrics\" (kubernetes-validate --strict)"
   nneg=$((nneg + 1))
 fi
-summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; signers and decider in one group; signers on role all; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; invalid core object)")
+summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; signers and decider in one group; signers on role all; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; startup probe off /startupz; standby without anti-affinity; dry-run scratch on /tmp; alert on an unexported metric; invalid PrometheusRule; invalid core object)")
 
 # ---------------------------------------------------------------------------------------------
 step "helm package"

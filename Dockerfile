@@ -17,7 +17,7 @@ FROM ${BUILDER} AS build
 # librdkafka: OpenSSL (TLS, SASL SCRAM) and zlib, found through pkg-config.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libclang-dev g++ make cmake pkg-config libssl-dev zlib1g-dev \
+      libclang-dev g++ make cmake pkg-config libssl-dev libcurl4-openssl-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -38,7 +38,7 @@ FROM ${BASE} AS base
 # itself when it is absent, by starting itself again; set here, that second start is spared.
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates libssl3 zlib1g libstdc++6 \
+ && apt-get install -y --no-install-recommends ca-certificates libssl3 libcurl4 zlib1g libstdc++6 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 neardup \

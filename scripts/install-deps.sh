@@ -17,8 +17,10 @@ need=()
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
-# librdkafka is built with TLS against the system's OpenSSL, found by pkg-config
+# librdkafka is built with TLS against the system's OpenSSL, found by pkg-config, and with
+# the system's libcurl for SASL OAUTHBEARER with OpenID Connect (managed Kafka services)
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || need+=(libcurl4-openssl-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if [ "$build_only" -eq 0 ]; then
   # the broker tests: Apache Kafka runs on Java and its jars come from Maven Central with

@@ -19,6 +19,16 @@
 #   3 s delay only waits for more members to arrive);
 # - auto.create.topics.enable=false: as in production, `neardup topics create` makes topics;
 # - message.max.bytes 64 MiB: the stage's default largest input page (pages are HTML).
+#
+# A node of a cluster (the tests' three-node cluster) takes these variables, every node the
+# same but its id: NEARDUP_BROKER_NODE_ID (default 1), NEARDUP_BROKER_VOTERS (the controller
+# quorum, id@127.0.0.1:CONTROLLER_PORT,...; default this node alone), NEARDUP_BROKER_CLUSTER_ID
+# (default drawn at random: the nodes of one cluster must share it) and
+# NEARDUP_BROKER_REPLICAS (default 1): the replication factor of the internal topics and of
+# topics created without one, with min.insync.replicas 2 from 3 replicas (a record is
+# acknowledged once two replicas hold it, so one node lost loses nothing acknowledged), and
+# leaders moved back to their preferred replica 10 s after a node returns (300 s by default:
+# the tests want that move while pages arrive).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: bash scripts/kafka-broker.sh DIR PORT CONTROLLER_PORT [SASL_SSL_PORT]" >&2; exit 2; }
 dir="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -39,23 +49,31 @@ if [ -n "$sport" ]; then
   protocols="$protocols,SASL_SSL:SASL_SSL"
   cat "$dir/server.key" "$dir/server.pem" > "$dir/keystore.pem"
 fi
+node="${NEARDUP_BROKER_NODE_ID:-1}"
+voters="${NEARDUP_BROKER_VOTERS:-$node@127.0.0.1:$cport}"
+replicas="${NEARDUP_BROKER_REPLICAS:-1}"
+min_isr=1
+[ "$replicas" -ge 3 ] && min_isr=2
 cat > "$dir/server.properties" <<PROPS
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$cport
+node.id=$node
+controller.quorum.voters=$voters
 controller.listener.names=CONTROLLER
 listeners=$listeners
 advertised.listeners=$advertised
 listener.security.protocol.map=$protocols
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$dir/data
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$replicas
 offsets.topic.num.partitions=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$replicas
+transaction.state.log.min.isr=$min_isr
 transaction.state.log.num.partitions=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$replicas
+share.coordinator.state.topic.min.isr=$min_isr
+default.replication.factor=$replicas
+min.insync.replicas=$min_isr
+leader.imbalance.check.interval.seconds=$([ "$replicas" -ge 3 ] && echo 10 || echo 300)
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 message.max.bytes=67108864
@@ -86,7 +104,7 @@ java_opts=(-Xms256m -Xmx1g -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
 if [ ! -f "$dir/data/meta.properties" ]; then
   # a cluster id is 16 random bytes in URL-safe base64 without padding; one that starts with
   # '-' (1 in 64) would be read by the format tool as an option, so another is drawn
-  cluster=-
+  cluster="${NEARDUP_BROKER_CLUSTER_ID:--}"
   while [ "${cluster#-}" != "$cluster" ]; do
     cluster="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
   done

@@ -72,6 +72,7 @@ pub fn router(state: AppState, limits: HttpLimits) -> Router {
     let state = Inner { app: state, limits };
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/startupz", get(startupz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/v1/group", post(group))
@@ -150,8 +151,25 @@ fn serve_error(e: &ServeError) -> Response {
     json_error(e.status(), e.kind(), &e.to_string())
 }
 
-async fn healthz() -> Response {
-    text(StatusCode::OK, "ok\n".into())
+/// Liveness: 503 when the stage failed, or has records waiting and answered none for
+/// [`crate::telemetry::STALL`]; 200 otherwise (also while the index opens).
+async fn healthz(State(Inner { app: s, .. }): State<Inner>) -> Response {
+    match s.health.stuck() {
+        Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")),
+        None => text(StatusCode::OK, "ok\n".into()),
+    }
+}
+
+/// Start-up: 200 once the index is open (a signer at once); 503 with the progress before.
+async fn startupz(State(Inner { app: s, .. }): State<Inner>) -> Response {
+    if s.health.started() {
+        text(StatusCode::OK, "started\n".into())
+    } else {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}\n", s.health.reason()),
+        )
+    }
 }
 
 async fn readyz(State(Inner { app: s, .. }): State<Inner>) -> Response {
@@ -179,7 +197,7 @@ async fn not_found() -> Response {
     json_error(
         404,
         "not_found",
-        "no such endpoint: /healthz, /readyz, /metrics, POST /v1/group, GET /v1/explain/{id}",
+        "no such endpoint: /healthz, /startupz, /readyz, /metrics, POST /v1/group, GET /v1/explain/{id}",
     )
 }
 
@@ -378,6 +396,9 @@ mod tests {
         let (code, why) = call(&app, get("/readyz")).await;
         assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
         assert!(!why.trim().is_empty() && why.trim() != "ready", "{why}");
+        let (code, why) = call(&app, get("/startupz")).await;
+        assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(why, "index not open\n");
         let (code, body) = call(&app, post("/v1/group", r#"{"items":["river"]}"#)).await;
         assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
         let (code, body) = call(&app, get("/nowhere")).await;
@@ -406,6 +427,10 @@ mod tests {
         assert_eq!(
             call(&app, get("/readyz")).await,
             (StatusCode::OK, "ready\n".into())
+        );
+        assert_eq!(
+            call(&app, get("/startupz")).await,
+            (StatusCode::OK, "started\n".into())
         );
 
         let (code, body) = call(

@@ -48,6 +48,8 @@ pub const TRANSACTIONS: &str = "neardup_transactions_committed_total";
 pub const TRANSACTION_COMMIT_SECONDS: &str = "neardup_transaction_commit_seconds";
 /// Gauge: 1 when the stage is ready (index open, partitions assigned, brokers reachable).
 pub const READY: &str = "neardup_ready";
+/// 1 when the stage consumes: partitions assigned (or a standby following) and brokers reachable.
+pub const CONSUMING: &str = "neardup_consuming";
 /// Gauge: 1 after a fatal error (the stage stops consuming and drains).
 pub const FAILED: &str = "neardup_failed";
 /// Histogram, labels `hop` (broker, decide, queue, prepare, in_order, produce, end_to_end): seconds per record of
@@ -171,7 +173,12 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         "gauge",
         "Seconds the last take-over by a standby took.",
     ),
-    (READY, "gauge", "1 when the stage is ready."),
+    (READY, "gauge", "1 when the stage is ready (index open, not draining or failed)."),
+    (
+        CONSUMING,
+        "gauge",
+        "1 when the stage consumes: partitions assigned (or a standby following the changelog) and brokers reachable.",
+    ),
     (FAILED, "gauge", "1 after a fatal error."),
     (
         SERVE_SECONDS,
@@ -236,6 +243,23 @@ pub struct Health {
     pub restoring: std::sync::Mutex<Option<String>>,
     /// A standby decider following the changelog (ready with no partitions assigned).
     pub following: AtomicBool,
+    /// Records waiting on the assigned partitions, as the client last reported (its
+    /// statistics, every 5 s).
+    pub lag: std::sync::atomic::AtomicI64,
+    /// When the stage last answered a record (milliseconds since the Unix epoch; 0: not yet).
+    pub progress_ms: std::sync::atomic::AtomicU64,
+}
+
+/// How long a stage with records waiting may answer none before `/healthz` says it is
+/// stuck (the liveness probe then restarts it). Far above any pause of a healthy stage: a
+/// rebalance, a transaction commit, a broker's leader moving.
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(300);
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl Health {
@@ -247,22 +271,69 @@ impl Health {
         }
     }
 
-    /// Ready: index open, partitions assigned (or a standby following the changelog),
-    /// brokers reachable, not draining or failed.
+    /// Ready (`/readyz`, a Service's readiness): the index open, not draining or failed,
+    /// whatever Kafka's state: a signer beyond the partition count and a decider whose
+    /// brokers are away still answer `/v1/group` and `/metrics`. Kafka's state is
+    /// [`Health::consuming`], shown in the reason and the `neardup_consuming` gauge.
     pub fn ready(&self) -> bool {
-        let kafka = self.serve_only.load(Ordering::Relaxed)
+        self.started() && !self.draining.load(Ordering::Relaxed)
+    }
+
+    /// Started (`/startupz`): the index is open (a signer at once) and no fatal error.
+    pub fn started(&self) -> bool {
+        self.index_open.load(Ordering::Relaxed) && !self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Consuming: partitions assigned (or a standby following the changelog) and brokers
+    /// reachable (`neardup serve`: always).
+    pub fn consuming(&self) -> bool {
+        self.serve_only.load(Ordering::Relaxed)
             || ((self.assigned.load(Ordering::Relaxed) > 0
                 || self.following.load(Ordering::Relaxed))
-                && !self.brokers_down.load(Ordering::Relaxed));
-        self.index_open.load(Ordering::Relaxed)
-            && kafka
-            && !self.draining.load(Ordering::Relaxed)
-            && !self.failed.load(Ordering::Relaxed)
+                && !self.brokers_down.load(Ordering::Relaxed))
+    }
+
+    /// Records that a record was answered (liveness).
+    pub fn progressed(&self) {
+        self.progress_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Why the stage is stuck (`/healthz`, liveness): failed, or records waiting on its
+    /// partitions and none answered for [`STALL`] (counted from the index's opening when
+    /// none was answered yet). `None`: alive.
+    pub fn stuck(&self) -> Option<String> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Some(self.reason());
+        }
+        let waiting = self.lag.load(Ordering::Relaxed);
+        if waiting <= 0
+            || self.assigned.load(Ordering::Relaxed) == 0
+            || self.brokers_down.load(Ordering::Relaxed)
+            || self.draining.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let last = self.progress_ms.load(Ordering::Relaxed);
+        if last == 0 {
+            return None;
+        }
+        let idle = now_ms().saturating_sub(last);
+        (idle > STALL.as_millis() as u64).then(|| {
+            format!(
+                "stuck: {waiting} records waiting and none answered for {} s",
+                idle / 1000
+            )
+        })
     }
 
     /// Updates the readiness gauge.
     pub fn publish(&self) {
         metrics::gauge!(READY).set(if self.ready() { 1.0 } else { 0.0 });
+        metrics::gauge!(CONSUMING).set(if self.ready() && self.consuming() {
+            1.0
+        } else {
+            0.0
+        });
         metrics::gauge!(FAILED).set(if self.failed.load(Ordering::Relaxed) {
             1.0
         } else {
@@ -299,11 +370,11 @@ impl Health {
         } else if self.serve_only.load(Ordering::Relaxed) {
             "ready"
         } else if self.brokers_down.load(Ordering::Relaxed) {
-            "brokers unreachable"
+            "ready to serve; kafka: brokers unreachable"
         } else if self.following.load(Ordering::Relaxed) {
             "ready: standby, following the changelog"
         } else if self.assigned.load(Ordering::Relaxed) == 0 {
-            "no partitions assigned"
+            "ready to serve; kafka: no partitions assigned"
         } else {
             "ready"
         }
@@ -382,26 +453,56 @@ mod tests {
     }
 
     #[test]
-    fn readiness_needs_index_assignment_and_brokers() {
+    fn readiness_needs_the_index_and_shows_kafkas_state() {
         let h = Health::default();
-        assert!(!h.ready());
+        assert!(!h.ready() && !h.started());
         assert_eq!(h.reason(), "index not open");
         h.index_open.store(true, Ordering::Relaxed);
-        assert_eq!(h.reason(), "no partitions assigned");
+        // no partition (a signer beyond the partition count): ready, not consuming
+        assert!(h.ready() && h.started() && !h.consuming());
+        assert_eq!(h.reason(), "ready to serve; kafka: no partitions assigned");
         h.assigned.store(2, Ordering::Relaxed);
-        assert!(h.ready());
+        assert!(h.ready() && h.consuming());
+        assert_eq!(h.reason(), "ready");
+        // brokers away: still serving, not consuming
         h.brokers_down.store(true, Ordering::Relaxed);
-        assert!(!h.ready());
-        assert_eq!(h.reason(), "brokers unreachable");
+        assert!(h.ready() && !h.consuming());
+        assert_eq!(h.reason(), "ready to serve; kafka: brokers unreachable");
         h.brokers_down.store(false, Ordering::Relaxed);
         h.draining.store(true, Ordering::Relaxed);
+        assert!(!h.ready());
         assert_eq!(h.reason(), "draining");
         h.fail("the index cannot record a decision: No space left on device");
         h.fail("a later error");
-        assert!(!h.ready());
+        assert!(!h.ready() && !h.started());
         assert_eq!(
             h.reason(),
             "failed: the index cannot record a decision: No space left on device"
         );
+        assert!(h.stuck().unwrap().starts_with("failed:"));
+    }
+
+    #[test]
+    fn liveness_fails_only_with_records_waiting_and_none_answered_for_the_stall() {
+        let h = Health::default();
+        h.index_open.store(true, Ordering::Relaxed);
+        h.progressed();
+        h.assigned.store(1, Ordering::Relaxed);
+        assert_eq!(h.stuck(), None, "nothing waiting");
+        h.lag.store(40, Ordering::Relaxed);
+        assert_eq!(h.stuck(), None, "answered lately");
+        let long_ago = now_ms() - STALL.as_millis() as u64 - 1_000;
+        h.progress_ms.store(long_ago, Ordering::Relaxed);
+        let why = h.stuck().expect("stuck");
+        assert!(why.contains("40 records waiting"), "{why}");
+        // an idle stage with nothing to read, or one whose brokers are away, is alive
+        h.lag.store(0, Ordering::Relaxed);
+        assert_eq!(h.stuck(), None);
+        h.lag.store(40, Ordering::Relaxed);
+        h.brokers_down.store(true, Ordering::Relaxed);
+        assert_eq!(h.stuck(), None);
+        h.brokers_down.store(false, Ordering::Relaxed);
+        h.progressed();
+        assert_eq!(h.stuck(), None, "a record answered: alive again");
     }
 }

@@ -658,16 +658,19 @@ fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
     });
 
     // the broker goes away for about 30 s (15 s down, then its restart after a kill, which
-    // takes about as long again): readiness turns false, the process stays up. The outage
+    // takes about as long again): the stage stops consuming and says so, stays ready to
+    // serve (a Service keeps it) and alive, and the process stays up. The outage
     // stays under the group session's 45 s: a static member whose session timed out is
     // fenced when it rejoins, and the stage stops and says so (a restart resumes it)
     let down = std::time::Instant::now();
     b.stop();
-    wait_until(Duration::from_secs(30), "readiness false", || {
-        matches!(s.get("/readyz"), Some((503, _)))
-    });
-    let (_, reason) = s.get("/readyz").unwrap();
-    assert!(reason.contains("brokers unreachable"), "{reason}");
+    wait_until(
+        Duration::from_secs(30),
+        "the outage seen",
+        || matches!(s.get("/readyz"), Some((200, r)) if r.contains("brokers unreachable")),
+    );
+    assert_eq!(s.metric("neardup_consuming", ""), 0.0);
+    assert_eq!(s.metric("neardup_ready", ""), 1.0);
     std::thread::sleep(Duration::from_secs(15));
     assert!(
         s.child.try_wait().unwrap().is_none(),
@@ -679,7 +682,7 @@ fn broker_outage_pauses_the_stage_which_resumes_and_loses_nothing() {
     b.restart();
     eprintln!("the broker was away {:.1} s", down.elapsed().as_secs_f64());
     let deadline = std::time::Instant::now() + Duration::from_secs(90);
-    while !matches!(s.get("/readyz"), Some((200, _))) {
+    while !matches!(s.get("/readyz"), Some((200, r)) if r == "ready\n") {
         if std::time::Instant::now() > deadline {
             let log = std::fs::read_to_string(&s.log).unwrap_or_default();
             let tail: Vec<&str> = log.lines().rev().take(40).collect();
@@ -862,7 +865,11 @@ fn tls_and_sasl_by_configuration_and_secrets_stay_out_of_logs_and_metrics() {
         wrong_log().to_lowercase().contains("sasl authentication")
     });
     let ready = s.get("/readyz");
-    assert!(matches!(ready, Some((503, _))), "{ready:?}");
+    assert!(
+        matches!(&ready, Some((200, r)) if r.contains("kafka:")),
+        "ready to serve, not consuming: {ready:?}"
+    );
+    assert_eq!(s.metric("neardup_consuming", ""), 0.0);
     assert_eq!(s.metric("neardup_records_in_total", ""), 0.0);
     let metrics = s.get("/metrics").unwrap().1;
     s.signal("TERM");
@@ -893,4 +900,104 @@ fn tls_and_sasl_by_configuration_and_secrets_stay_out_of_logs_and_metrics() {
     let outs = check_no_loss(&b, &ids);
     assert_eq!(outs.len(), records.len(), "no repeats in one clean run");
     assert_eq!(decisions(&outs), file_mode(&records, d));
+}
+
+/// OAUTHBEARER with OpenID Connect, as managed Kafka services use it: the stage's client
+/// asks the token endpoint for a token with its client credentials (the grant of OIDC's
+/// client-credentials flow) before it talks to any broker. An endpoint on loopback records
+/// the request; no broker is needed for that part.
+#[test]
+fn oauthbearer_with_oidc_asks_the_token_endpoint_with_the_client_credentials() {
+    use std::io::{Read, Write};
+    let _g = serial();
+    let endpoint = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = endpoint.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for conn in endpoint.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut buf = vec![0u8; 16384];
+            let mut got = Vec::new();
+            while let Ok(n) = c.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got);
+                if let Some(head) = text.find("\r\n\r\n") {
+                    let len = text[..head]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if got.len() >= head + 4 + len {
+                        break;
+                    }
+                }
+            }
+            let _ = tx.send(String::from_utf8_lossy(&got).into_owned());
+            let body = r#"{"error":"invalid_client"}"#;
+            let _ = write!(
+                c,
+                "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let token_url = format!("http://127.0.0.1:{port}/oauth2/token");
+    let props = [
+        "security.protocol=SASL_PLAINTEXT".to_string(),
+        "sasl.mechanism=OAUTHBEARER".into(),
+        "sasl.oauthbearer.method=oidc".into(),
+        "sasl.oauthbearer.client.id=neardup-stage".into(),
+        "sasl.oauthbearer.client.secret=not-a-real-secret".into(),
+        format!("sasl.oauthbearer.token.endpoint.url={token_url}"),
+    ];
+    let mut args: Vec<&str> = Vec::new();
+    for p in &props {
+        args.push("--kafka-property");
+        args.push(p);
+    }
+    // a broker address nothing listens on: the token comes first
+    let mut s = Stage::start_at(
+        &format!("127.0.0.1:{}", free_port()),
+        &dir.path().join("index"),
+        &dir.path().join("oidc.log"),
+        &args,
+    );
+    let request = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "the token endpoint was never asked; log:\n{}",
+                std::fs::read_to_string(dir.path().join("oidc.log")).unwrap_or_default()
+            )
+        });
+    assert!(request.starts_with("POST /oauth2/token"), "{request}");
+    assert!(
+        request.contains("grant_type=client_credentials"),
+        "{request}"
+    );
+    let basic = request
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Authorization: Basic ")
+                .or(l.strip_prefix("authorization: Basic "))
+        })
+        .unwrap_or_else(|| panic!("no client credentials: {request}"));
+    use base64::Engine;
+    let creds = base64::engine::general_purpose::STANDARD
+        .decode(basic.trim())
+        .unwrap();
+    assert_eq!(creds, b"neardup-stage:not-a-real-secret");
+    // the secret is not in the log
+    s.signal("TERM");
+    assert_eq!(s.wait(Duration::from_secs(60)), Some(0), "SIGTERM exits 0");
+    let log = std::fs::read_to_string(dir.path().join("oidc.log")).unwrap();
+    assert!(!log.contains("not-a-real-secret"), "{log}");
 }

@@ -368,8 +368,17 @@ fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
                 e["partitions"].as_i64().unwrap(),
             );
             assert_eq!(state, (want, parts), "{t}");
+            // one replica: min.insync.replicas 1, set when created, read back after
+            assert_eq!(e["min_insync_replicas"], "1", "{t}: {e}");
         }
     }
+    // more than the replicas is refused before anything is asked of the brokers
+    let over = create(&["--min-insync-replicas", "2"]);
+    assert_eq!(over.status.code(), Some(2), "{over:?}");
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("min-insync-replicas"),
+        "{over:?}"
+    );
     // a changelog of several partitions would lose the order of the decisions
     b.create_topics(&[("split-changelog", 2)]);
     let split = create(&["--changelog-topic", "split-changelog"]);

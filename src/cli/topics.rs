@@ -2,9 +2,13 @@
 //! need. The outputs (unique, duplicate, dead letters) get `--partitions`; the signed topic
 //! and the changelog get one partition (their order is the decisions' order) and the
 //! changelog `cleanup.policy=compact` (it must keep the latest state of every document, not
-//! a time window). Topics that exist are left as they are; an existing changelog with more
-//! than one partition, or one that is not compacted, is an error. The input topics are the
-//! crawler's and are not created.
+//! a time window). Every topic created gets `min.insync.replicas` (`--min-insync-replicas`,
+//! default 2 from a replication factor of 3, else 1): with `acks=all` a record is then
+//! acknowledged only once two replicas hold it, so one broker lost loses nothing
+//! acknowledged. Topics that exist are left as they are (the summary shows their
+//! `min.insync.replicas`, and a warning names those at 1 on a replicated cluster); an existing
+//! changelog with more than one partition, or one that is not compacted, is an error. The
+//! input topics are the crawler's and are not created.
 
 use std::time::Duration;
 
@@ -38,6 +42,21 @@ pub struct CreateArgs {
     /// Replication factor of every topic created
     #[arg(long, default_value_t = 3)]
     pub replication_factor: i32,
+    /// min.insync.replicas of every topic created (default: 2 from a replication factor of
+    /// 3, else 1): how many replicas must hold a record before it is acknowledged
+    #[arg(long)]
+    pub min_insync_replicas: Option<i32>,
+}
+
+/// The default `min.insync.replicas` for a replication factor: 2 from 3 replicas (one broker
+/// may be lost, and writes go on with one away), else 1 (2 of 2 would stop writes whenever
+/// one broker is away).
+pub fn default_min_insync(replication_factor: i32) -> i32 {
+    if replication_factor >= 3 {
+        2
+    } else {
+        1
+    }
 }
 
 /// One topic of the summary.
@@ -49,6 +68,9 @@ struct TopicState {
     partitions: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     cleanup_policy: Option<String>,
+    /// The topic's min.insync.replicas (set when created, read when it exists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_insync_replicas: Option<String>,
 }
 
 /// Runs `neardup topics …`.
@@ -62,6 +84,16 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
     if a.partitions < 1 || a.replication_factor < 1 {
         bail!("partitions and replication-factor must be at least 1");
     }
+    let min_isr = a
+        .min_insync_replicas
+        .unwrap_or_else(|| default_min_insync(a.replication_factor));
+    if min_isr < 1 || min_isr > a.replication_factor {
+        bail!(
+            "min-insync-replicas must be between 1 and the replication factor ({}), got {min_isr}",
+            a.replication_factor
+        );
+    }
+    let min_isr_value = min_isr.to_string();
     let c = super::run::config(&a.run, &ReplayOptions::default(), file)?;
     let mut s = StageSettings::resolve(Mode::Run, &c)?;
     // the changelog is the decider's: named as a decider names it
@@ -107,10 +139,12 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                 state: "exists",
                 partitions: n,
                 cleanup_policy: None,
+                min_insync_replicas: None,
             }),
             None => {
                 let mut nt =
-                    NewTopic::new(t, *parts, TopicReplication::Fixed(a.replication_factor));
+                    NewTopic::new(t, *parts, TopicReplication::Fixed(a.replication_factor))
+                        .set("min.insync.replicas", &min_isr_value);
                 if *compact {
                     nt = nt.set("cleanup.policy", "compact");
                 }
@@ -120,6 +154,7 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                     state: "created",
                     partitions: *parts,
                     cleanup_policy: compact.then(|| "compact".to_string()),
+                    min_insync_replicas: Some(min_isr_value.clone()),
                 });
             }
         }
@@ -170,6 +205,34 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                 );
             }
             st.cleanup_policy = policy;
+        }
+    }
+    // the topics that existed: what they require of their replicas
+    let old: Vec<String> = summary
+        .iter()
+        .filter(|x| x.state == "exists")
+        .map(|x| x.topic.clone())
+        .collect();
+    if !old.is_empty() {
+        let specs: Vec<ResourceSpecifier<'_>> =
+            old.iter().map(|t| ResourceSpecifier::Topic(t)).collect();
+        let cfg = futures::executor::block_on(admin.describe_configs(&specs, &opts))
+            .context("cannot read the existing topics' settings")?;
+        for (t, r) in old.iter().zip(cfg) {
+            let value = r
+                .ok()
+                .into_iter()
+                .flat_map(|r| r.entries)
+                .find(|e| e.name == "min.insync.replicas")
+                .and_then(|e| e.value);
+            if value.as_deref() == Some("1") && a.replication_factor >= 3 {
+                eprintln!(
+                    "warning: topic {t} exists with min.insync.replicas=1: a record acknowledged \
+                     by one replica is lost if that broker is lost; alter it to {min_isr}"
+                );
+            }
+            let st = summary.iter_mut().find(|x| &x.topic == t).expect("listed");
+            st.min_insync_replicas = value;
         }
     }
     // the signed topic's order is the order of the decisions too

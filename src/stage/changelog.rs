@@ -251,41 +251,82 @@ pub(super) fn apply(
     })
 }
 
+/// The file in the index directory that records how far a fill of an empty changelog got:
+/// the number of the next document to write (decimal). A fill killed midway resumes there.
+pub const FILL_MARKER: &str = "changelog-fill";
+
+/// A step of the transactions a fill writes in (exactly-once): the caller's producer begins
+/// or commits one.
+pub(super) enum TxnStep {
+    Begin,
+    Commit,
+}
+
+/// Documents written in one transaction (exactly-once) of a changelog fill, and between two
+/// records of its progress: a few MiB, far inside the transaction timeout.
+const FILL_CHUNK: usize = 4096;
+
 /// Writes the index's last `max-in-flight` documents to the changelog again (all of them
-/// when the changelog is empty), and waits for the acknowledgements.
+/// when the changelog is empty: a fill), and waits for the acknowledgements. With
+/// exactly-once (`txn`), every chunk of [`FILL_CHUNK`] documents is a transaction of its
+/// own, so no transaction outlives its timeout however large the index. A fill records its
+/// progress after every chunk in [`FILL_MARKER`]: a start that finds the marker resumes the
+/// fill there (the changelog is no longer empty, but lacks the documents after it).
 pub(super) async fn republish(
     s: &StageSettings,
     index: &Index,
     producer: &FutureProducer<StageContext>,
     topic: &str,
     just_restored: bool,
+    txn: Option<&(dyn Fn(TxnStep) -> Result<()> + Send + Sync)>,
 ) -> Result<()> {
+    let marker = s.index.join(FILL_MARKER);
     if just_restored || index.next_doc() == 0 {
+        remove_marker(&marker)?;
         return Ok(());
     }
-    let c = kafka::reader(s, "restore")?;
-    let t = topic.to_string();
-    let (low, high) = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
-    let empty = high <= low;
-    let from = if empty {
-        0
-    } else {
-        index.next_doc().saturating_sub(s.max_in_flight as u64)
+    let resume = read_marker(&marker)?;
+    let (from, fill) = match resume {
+        Some(n) => (n, true),
+        None => {
+            let c = kafka::reader(s, "restore")?;
+            let t = topic.to_string();
+            let (low, high) = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
+            if high <= low {
+                write_marker(&marker, 0)?;
+                (0, true)
+            } else {
+                (
+                    index.next_doc().saturating_sub(s.max_in_flight as u64),
+                    false,
+                )
+            }
+        }
     };
+    if let Some(n) = resume {
+        info!(
+            topic,
+            from = n,
+            "resuming the changelog fill where it stopped"
+        );
+    }
     let params_id = record::params_id(index.params());
     let started = Instant::now();
     let mut next = from;
-    let mut written = 0u64;
+    let (mut written, mut transactions) = (0u64, 0u64);
     loop {
         let mut chunk: Vec<Mutation> = Vec::new();
         index.stored_from(next, &mut |m| {
             chunk.push(m);
-            chunk.len() < 4096
+            chunk.len() < FILL_CHUNK
         })?;
         let Some(Mutation::Put { num, .. }) = chunk.last() else {
             break;
         };
-        next = num + 1;
+        let after = num + 1;
+        if let Some(step) = txn {
+            step(TxnStep::Begin)?;
+        }
         let mut acks = Vec::with_capacity(chunk.len());
         for m in &chunk {
             let (key, value) = changelog::encode(m, &params_id);
@@ -294,17 +335,62 @@ pub(super) async fn republish(
         for a in acks {
             a.await?;
         }
+        if let Some(step) = txn {
+            step(TxnStep::Commit)?;
+            transactions += 1;
+        }
+        next = after;
         written += chunk.len() as u64;
+        if fill {
+            write_marker(&marker, next)?;
+        }
     }
+    remove_marker(&marker)?;
     info!(
         topic,
         from,
         documents = written,
+        transactions,
         seconds = started.elapsed().as_secs_f64(),
-        whole = empty,
+        whole = fill,
         "changelog completed with the index's latest documents"
     );
     Ok(())
+}
+
+fn read_marker(path: &std::path::Path) -> Result<Option<u64>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => t.trim().parse().map(Some).with_context(|| {
+            format!(
+                "{} does not hold a document number (remove it to fill the changelog again \
+                 from the start)",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Writes the marker durably: a temporary file synced, then renamed over it.
+fn write_marker(path: &std::path::Path, next: u64) -> Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    writeln!(f, "{next}")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn remove_marker(path: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A changelog record on its way: resolves to its offset when it is acknowledged.

@@ -149,13 +149,18 @@ impl ClientContext for StageContext {
     }
 
     fn stats(&self, stats: Statistics) {
+        let mut waiting = 0i64;
         for (topic, t) in &stats.topics {
             for (p, part) in &t.partitions {
                 if *p >= 0 && part.consumer_lag >= 0 {
+                    waiting += part.consumer_lag;
                     metrics::gauge!(tm::CONSUMER_LAG, "topic" => topic.clone(), "partition" => p.to_string())
                         .set(part.consumer_lag as f64);
                 }
             }
+        }
+        if stats.client_type == "consumer" {
+            self.health.lag.store(waiting, Ordering::Relaxed);
         }
         // brokers answer again after an outage
         let up = stats.brokers.values().any(|b| b.state == "UP");
@@ -476,6 +481,11 @@ const CONSUMER_ONLY: &[&str] = &[
     "isolation.level",
 ];
 
+/// The producer's `transaction.timeout.ms` under exactly-once (a `kafka-property` may set
+/// another): a transaction open longer is aborted by the broker, and a process that dies
+/// with one open holds back read_committed consumers at most this long.
+pub const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The producer: idempotent, `acks=all`; transactional with `transactional_id`
 /// (exactly-once).
 pub fn producer(
@@ -488,6 +498,15 @@ pub fn producer(
         c.set("transactional.id", id);
         // in a transaction a record that fails fails the transaction: no gap can land
         c.remove("enable.gapless.guarantee");
+        if c.get("transaction.timeout.ms").is_none() {
+            // named, not left to the client: the longest a transaction may stay open before
+            // the broker aborts it (transactions here last transaction-interval, a changelog
+            // fill's one chunk at most)
+            c.set(
+                "transaction.timeout.ms",
+                TRANSACTION_TIMEOUT.as_millis().to_string(),
+            );
+        }
     }
     c.create_with_context(ctx).with_context(|| {
         format!(

@@ -388,6 +388,12 @@ async fn stage(
         stopped_by: "signal".into(),
         ..Default::default()
     };
+    if s.replay_at_least_once {
+        info!(
+            "a replay is at-least-once: the file's guarantee exactly-once is the stage's \
+             (neardup run); a replay run again writes its outputs again"
+        );
+    }
     // stop signals: caught since the process started (crate::signals); from here on they
     // also end the waits of the start-up
     let (stop_tx, mut stop_rx) = watch::channel(false);
@@ -424,6 +430,7 @@ async fn stage(
         let signer = crate::signature::Signer::new(&s.params.signature)
             .map_err(|e| anyhow!("invalid signature settings: {e}"))?;
         health.index_open.store(true, Ordering::Relaxed);
+        health.progressed();
         info!(role = s.role.as_str(), signed_topic = %s.signed_topic, "signer: no index");
         (None, None, Arc::new(signer))
     } else {
@@ -525,17 +532,24 @@ async fn stage(
     if let (Some(p), Some(topic), Some(d), None) = (&producer, &s.changelog_topic, &dedup, &standby)
     {
         // the documents stored just before a crash may be missing from the changelog, or the
-        // changelog is new beside an existing index (with exactly-once, in a transaction of
-        // its own: a transactional producer sends nothing outside one)
-        if let Some(t) = &txn {
-            produce::transaction_call("begin a transaction", t, || p.begin_transaction())?;
-        }
-        changelog::republish(s, d.index(), p, topic, summary.restored > 0).await?;
-        if let Some(t) = &txn {
-            produce::transaction_call("commit the transaction", t, || {
-                p.commit_transaction(Duration::from_secs(30))
-            })?;
-        }
+        // changelog is new beside an existing index (with exactly-once, in bounded
+        // transactions of their own: a transactional producer sends nothing outside one)
+        let step = |st: changelog::TxnStep| -> Result<()> {
+            let t = txn.as_ref().expect("exactly-once");
+            match st {
+                changelog::TxnStep::Begin => {
+                    produce::transaction_call("begin a transaction", t, || p.begin_transaction())
+                }
+                changelog::TxnStep::Commit => {
+                    produce::transaction_call("commit the transaction", t, || {
+                        p.commit_transaction(Duration::from_secs(30))
+                    })
+                }
+            }
+        };
+        let step: Option<&(dyn Fn(changelog::TxnStep) -> Result<()> + Send + Sync)> =
+            if txn.is_some() { Some(&step) } else { None };
+        changelog::republish(s, d.index(), p, topic, summary.restored > 0, step).await?;
     }
     let mut bounds = match s.mode {
         Mode::Run => {
@@ -933,17 +947,35 @@ async fn align_index(d: &mut crate::dedup::Deduplicator, consumer: &StageConsume
             committed.insert((e.topic().to_string(), e.partition()), o);
         }
     }
+    let is_committed = |position: &[u8]| {
+        parse_position(position).is_some_and(|(t, p, o)| {
+            committed
+                .get(&(t.to_string(), p))
+                .is_some_and(|&next| o < next)
+        })
+    };
+    // each document removed, named at debug level (target neardup::undo)
+    let named: Vec<&str> = if tracing::enabled!(target: "neardup::undo", tracing::Level::DEBUG) {
+        let mut v = Vec::new();
+        for (position, _, id) in &marks {
+            if !is_committed(position) && d.index().find_id(id)?.is_some() {
+                v.push(id.as_str());
+            }
+        }
+        v
+    } else {
+        Vec::new()
+    };
     let started = Instant::now();
     let done = d
         .index_mut()
-        .undo_pending(&mut |position| {
-            parse_position(position).is_some_and(|(t, p, o)| {
-                committed
-                    .get(&(t.to_string(), p))
-                    .is_some_and(|&next| o < next)
-            })
-        })
+        .undo_pending(&mut |position| is_committed(position))
         .context("cannot undo the decisions of an uncommitted transaction")?;
+    for id in named {
+        if d.index().find_id(id)?.is_none() {
+            tracing::debug!(target: "neardup::undo", id, "exactly-once: undone");
+        }
+    }
     info!(
         uncommitted = done.uncommitted,
         removed = done.removed,

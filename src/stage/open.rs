@@ -88,6 +88,7 @@ pub(super) async fn open_decider(
         s.serving.clone(),
     )?));
     health.index_open.store(true, Ordering::Relaxed);
+    health.progressed();
     info!(index = %s.index.display(), role = s.role.as_str(), method = s.params.method.as_str(),
         threshold = s.params.threshold, dry_run = s.dry_run,
         open_s = opening.elapsed().as_secs_f64(), "index open");

@@ -367,6 +367,7 @@ async fn produce_inner(
                     let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
                     metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
                         .increment(1);
+                    health.progressed();
                     if !dry_run {
                         acked += 1;
                         let i = &ob.inbound;

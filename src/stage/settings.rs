@@ -205,6 +205,8 @@ pub struct StageSettings {
     pub http: crate::http::HttpLimits,
     /// At-least-once or exactly-once (transactions).
     pub guarantee: Guarantee,
+    /// A replay whose file says exactly-once: it runs at-least-once (said at start).
+    pub replay_at_least_once: bool,
     /// Exactly-once: how long a transaction collects outputs before it commits.
     #[serde(serialize_with = "as_secs")]
     pub transaction_interval: Duration,
@@ -426,6 +428,8 @@ impl StageSettings {
             properties.insert(k, v);
         }
 
+        check_sasl(&properties)?;
+
         let listen = match stage.listen.as_deref().map(str::trim) {
             Some("off") | Some("") => None,
             Some(a) => Some(
@@ -449,15 +453,17 @@ impl StageSettings {
         if max_record_bytes == 0 {
             bail!("max-record-bytes must be at least 1");
         }
-        let guarantee = kafka.guarantee.unwrap_or_default();
+        let configured = kafka.guarantee.unwrap_or_default();
+        // a replay is at-least-once whatever the file says: it starts from --start, not from
+        // committed offsets, so a replay run again after a crash writes its outputs again.
+        // The file a run and its replays share may say exactly-once (the stage's guarantee).
+        let guarantee = if mode == Mode::Replay {
+            Guarantee::AtLeastOnce
+        } else {
+            configured
+        };
+        let replay_at_least_once = mode == Mode::Replay && configured == Guarantee::ExactlyOnce;
         if guarantee == Guarantee::ExactlyOnce {
-            if mode == Mode::Replay {
-                bail!(
-                    "guarantee exactly-once is for neardup run: a replay starts from --start, \
-                     not from committed offsets, so a replay run again after a crash writes its \
-                     outputs again whatever the guarantee"
-                );
-            }
             // a transaction holds one group generation's records, and a revocation waits
             // for them to be committed: the eager protocol revokes every partition before a
             // generation changes, the incremental ones do not
@@ -545,6 +551,7 @@ impl StageSettings {
             serving: c.serving.clone(),
             http: c.http,
             guarantee,
+            replay_at_least_once,
             transaction_interval,
             standby,
             shutdown: crate::shutdown::Shutdown::new(),
@@ -554,6 +561,63 @@ impl StageSettings {
     /// The settings as JSON, secret property values redacted.
     pub fn redacted_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// The SASL mechanisms managed Kafka services use, as this build supports them: PLAIN,
+/// SCRAM-SHA-256 and SCRAM-SHA-512 (over SASL_SSL), and OAUTHBEARER with OpenID Connect
+/// (`sasl.oauthbearer.method=oidc`: the client fetches and refreshes its token from
+/// `sasl.oauthbearer.token.endpoint.url` with `sasl.oauthbearer.client.id` and
+/// `sasl.oauthbearer.client.secret`). Refused with the reason: GSSAPI (Kerberos: this build
+/// has no Kerberos library), and OAUTHBEARER without OIDC (its token would have to come
+/// from the application, which has no way to take one; the unsecured test token is for
+/// test brokers only, and accepted when asked for by name).
+pub fn check_sasl(properties: &BTreeMap<String, String>) -> Result<()> {
+    let get = |k: &str| properties.get(k).map(|v| v.trim());
+    let Some(mechanism) = get("sasl.mechanism").or(get("sasl.mechanisms")) else {
+        return Ok(());
+    };
+    match mechanism.to_ascii_uppercase().as_str() {
+        "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" => Ok(()),
+        "OAUTHBEARER" => {
+            let oidc =
+                get("sasl.oauthbearer.method").is_some_and(|m| m.eq_ignore_ascii_case("oidc"));
+            let unsecured = get("enable.sasl.oauthbearer.unsecure.jwt") == Some("true");
+            if oidc {
+                let missing: Vec<&str> = [
+                    "sasl.oauthbearer.client.id",
+                    "sasl.oauthbearer.client.secret",
+                    "sasl.oauthbearer.token.endpoint.url",
+                ]
+                .into_iter()
+                .filter(|k| get(k).is_none_or(str::is_empty))
+                .collect();
+                if !missing.is_empty() {
+                    bail!(
+                        "sasl.mechanism OAUTHBEARER with sasl.oauthbearer.method=oidc needs {}",
+                        missing.join(", ")
+                    );
+                }
+                Ok(())
+            } else if unsecured {
+                Ok(())
+            } else {
+                bail!(
+                    "sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.method=oidc (with \
+                     sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret and \
+                     sasl.oauthbearer.token.endpoint.url): neardup takes no token from \
+                     outside the client"
+                )
+            }
+        }
+        "GSSAPI" => bail!(
+            "sasl.mechanism GSSAPI (Kerberos) is not supported by this build: use PLAIN, \
+             SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER with OIDC"
+        ),
+        other => bail!(
+            "unknown sasl.mechanism {other}: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
+             OAUTHBEARER with OIDC"
+        ),
     }
 }
 
@@ -723,15 +787,14 @@ mod tests {
             guarantee: Some(Guarantee::ExactlyOnce),
             ..Default::default()
         };
-        let e = StageSettings::resolve(
+        // a replay reads the file a run shares and is at-least-once whatever it says
+        let r = StageSettings::resolve(
             Mode::Replay,
             &config(eos(), Default::default(), Default::default()),
         )
-        .unwrap_err();
-        assert!(
-            e.to_string().contains("exactly-once is for neardup run"),
-            "{e}"
-        );
+        .unwrap();
+        assert_eq!(r.guarantee, Guarantee::AtLeastOnce);
+        assert!(r.replay_at_least_once);
         let k = KafkaOptions {
             kafka_property: Some(vec![
                 "partition.assignment.strategy=cooperative-sticky".into()
@@ -763,5 +826,41 @@ mod tests {
         );
         assert!(Start::parse("pages:x:1").is_err());
         assert!(Start::parse("yesterday").is_err());
+    }
+
+    #[test]
+    fn sasl_mechanisms_of_managed_services_are_taken_and_the_others_refused_with_the_reason() {
+        let props = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        for m in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "scram-sha-512"] {
+            check_sasl(&props(&[("sasl.mechanism", m)])).unwrap();
+        }
+        check_sasl(&props(&[])).unwrap();
+        let oidc = [
+            ("sasl.mechanism", "OAUTHBEARER"),
+            ("sasl.oauthbearer.method", "oidc"),
+            ("sasl.oauthbearer.client.id", "neardup"),
+            ("sasl.oauthbearer.client.secret", "s3cret"),
+            (
+                "sasl.oauthbearer.token.endpoint.url",
+                "https://id.example/token",
+            ),
+        ];
+        check_sasl(&props(&oidc)).unwrap();
+        let e = check_sasl(&props(&oidc[..4])).unwrap_err().to_string();
+        assert!(e.contains("sasl.oauthbearer.token.endpoint.url"), "{e}");
+        let e = check_sasl(&props(&oidc[..1])).unwrap_err().to_string();
+        assert!(e.contains("sasl.oauthbearer.method=oidc"), "{e}");
+        let e = check_sasl(&props(&[("sasl.mechanism", "GSSAPI")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Kerberos"), "{e}");
+        let e = check_sasl(&props(&[("sasl.mechanisms", "MADE-UP")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown sasl.mechanism MADE-UP"), "{e}");
     }
 }

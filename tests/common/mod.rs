@@ -67,6 +67,157 @@ pub struct Broker {
     controller_port: u16,
     child: Option<Child>,
     secure: Option<Secure>,
+    /// A node of a cluster: its id, the quorum, the cluster id and the replicas.
+    node: Option<Node>,
+}
+
+/// What makes a broker a node of a cluster (scripts/kafka-broker.sh's variables).
+#[derive(Clone)]
+struct Node {
+    id: u32,
+    voters: String,
+    cluster_id: String,
+    replicas: u32,
+}
+
+/// Three Apache Kafka nodes on this machine (KRaft, each broker and controller), internal
+/// topics and topics created without settings at replication factor 3 and
+/// min.insync.replicas 2, as a production cluster.
+pub struct Cluster {
+    pub nodes: Vec<Broker>,
+}
+
+impl Cluster {
+    pub fn start() -> Cluster {
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let voters = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, c))| format!("{}@127.0.0.1:{c}", i + 1))
+            .collect::<Vec<_>>()
+            .join(",");
+        // 16 bytes in URL-safe base64 without padding, not starting with '-'
+        let cluster_id = "TmVhcmR1cENsdXN0ZXIxNg".to_string();
+        let mut nodes: Vec<Broker> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (port, cport))| Broker {
+                port: *port,
+                dir: tempfile::tempdir().unwrap(),
+                controller_port: *cport,
+                child: None,
+                secure: None,
+                node: Some(Node {
+                    id: i as u32 + 1,
+                    voters: voters.clone(),
+                    cluster_id: cluster_id.clone(),
+                    replicas: 3,
+                }),
+            })
+            .collect();
+        // a quorum needs two controllers: every node starts before any is waited for
+        let children: Vec<Child> = nodes.iter().map(Broker::launch).collect();
+        for (n, c) in nodes.iter_mut().zip(children) {
+            n.wait_up(c);
+        }
+        let c = Cluster { nodes };
+        c.wait_brokers(3);
+        c
+    }
+
+    /// The bootstrap list of every node.
+    pub fn addr(&self) -> String {
+        self.nodes
+            .iter()
+            .map(Broker::addr)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A node that runs, for the harness's own clients.
+    pub fn any(&self) -> &Broker {
+        self.nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .expect("a node runs")
+    }
+
+    /// Waits until the cluster's metadata lists `n` brokers.
+    pub fn wait_brokers(&self, n: usize) {
+        let probe: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("log_level", "3")
+            .create()
+            .unwrap();
+        wait_until(Duration::from_secs(120), "the cluster's brokers", || {
+            probe
+                .fetch_metadata(None, Duration::from_secs(2))
+                .is_ok_and(|md| md.brokers().len() >= n)
+        });
+    }
+
+    /// Waits until every partition of `topics` has all its replicas in sync.
+    pub fn wait_in_sync(&self, topics: &[&str]) {
+        let probe: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("log_level", "3")
+            .create()
+            .unwrap();
+        wait_until(Duration::from_secs(180), "every replica in sync", || {
+            topics.iter().all(|t| {
+                probe
+                    .fetch_metadata(Some(t), Duration::from_secs(5))
+                    .is_ok_and(|md| {
+                        md.topics().iter().all(|tm| {
+                            !tm.partitions().is_empty()
+                                && tm
+                                    .partitions()
+                                    .iter()
+                                    .all(|p| p.leader() >= 0 && p.isr().len() == p.replicas().len())
+                        })
+                    })
+            })
+        });
+    }
+
+    /// Creates topics of `partitions` each at the cluster's replication factor (3) and
+    /// min.insync.replicas 2.
+    pub fn create_topics(&self, topics: &[(&str, i32)]) {
+        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .create()
+            .unwrap();
+        let new: Vec<NewTopic<'_>> = topics
+            .iter()
+            .map(|(t, p)| {
+                NewTopic::new(t, *p, TopicReplication::Fixed(3)).set("min.insync.replicas", "2")
+            })
+            .collect();
+        let res = futures::executor::block_on(admin.create_topics(&new, &AdminOptions::new()))
+            .expect("create topics");
+        for r in res {
+            r.expect("topic created");
+        }
+    }
+
+    /// The node that leads `topic`'s `partition`.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<usize> {
+        let probe: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.addr())
+            .set("log_level", "3")
+            .create()
+            .unwrap();
+        let md = probe
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .ok()?;
+        let p = md
+            .topics()
+            .first()?
+            .partitions()
+            .iter()
+            .find(|p| p.id() == partition)?;
+        (p.leader() >= 1).then(|| p.leader() as usize - 1)
+    }
 }
 
 impl Broker {
@@ -105,12 +256,19 @@ impl Broker {
             controller_port: free_port(),
             child: None,
             secure,
+            node: None,
         };
         b.spawn();
         b
     }
 
     fn spawn(&mut self) {
+        let child = self.launch();
+        self.wait_up(child);
+    }
+
+    /// Starts the broker's process.
+    fn launch(&self) -> Child {
         let log = std::fs::File::options()
             .create(true)
             .append(true)
@@ -126,12 +284,21 @@ impl Broker {
                 .env("NEARDUP_BROKER_USER", &s.user)
                 .env("NEARDUP_BROKER_PASSWORD", &s.password);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
+        if let Some(n) = &self.node {
+            cmd.env("NEARDUP_BROKER_NODE_ID", n.id.to_string())
+                .env("NEARDUP_BROKER_VOTERS", &n.voters)
+                .env("NEARDUP_BROKER_CLUSTER_ID", &n.cluster_id)
+                .env("NEARDUP_BROKER_REPLICAS", n.replicas.to_string());
+        }
+        cmd.stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .expect("start the broker");
+            .expect("start the broker")
+    }
+
+    /// Waits until the broker answers metadata requests.
+    fn wait_up(&mut self, mut child: Child) {
         // the broker answers metadata requests once it has registered with its controller
         let probe: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())
@@ -291,7 +458,30 @@ impl Broker {
         timeout: Duration,
         quiet: Duration,
     ) -> Vec<Out> {
-        let c = self.reader(topics, "read_committed");
+        self.read_isolated(topics, count, timeout, quiet, "read_committed")
+    }
+
+    /// Every record of `topics` the broker holds, those of aborted and open transactions
+    /// included, until 3 s pass without one.
+    pub fn read_all_uncommitted(&self, topics: &[&str]) -> Vec<Out> {
+        self.read_isolated(
+            topics,
+            usize::MAX,
+            Duration::from_secs(120),
+            Duration::from_secs(3),
+            "read_uncommitted",
+        )
+    }
+
+    fn read_isolated(
+        &self,
+        topics: &[&str],
+        count: usize,
+        timeout: Duration,
+        quiet: Duration,
+        isolation: &str,
+    ) -> Vec<Out> {
+        let c = self.reader(topics, isolation);
         let mut out = Vec::new();
         let deadline = Instant::now() + timeout;
         let mut last = Instant::now();
@@ -519,12 +709,15 @@ impl Stage {
         http_get(self.http, path)
     }
 
-    /// Waits until /readyz answers 200.
+    /// Waits until the stage consumes: /readyz answers 200 with no Kafka state to report
+    /// (ready to serve is not enough: "ready to serve; kafka: …").
     pub fn wait_ready(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some((200, _)) = self.get("/readyz") {
-                return;
+            if let Some((200, r)) = self.get("/readyz") {
+                if !r.contains("kafka:") {
+                    return;
+                }
             }
             assert!(
                 Instant::now() < deadline,

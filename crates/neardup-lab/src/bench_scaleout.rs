@@ -377,7 +377,8 @@ fn ready(port: u16) -> bool {
     }
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200")
+    // consuming: ready, with no Kafka state to report ("ready to serve; kafka: …")
+    buf.starts_with("HTTP/1.1 200") && !buf.contains("kafka:")
 }
 
 fn free_port() -> Result<u16> {

@@ -49,7 +49,16 @@ pub struct Undone {
 impl Index {
     /// Marks the decision about to be made for document `id` with the driver's `position`.
     /// The mark is written to the log before the decision's own write.
+    ///
+    /// A position marked already keeps its first mark: a record decided twice before a
+    /// commit covered it (redelivered after a revocation whose drain failed) stored its
+    /// document the first time, under a number at least the first mark's, and the second
+    /// decision (a repeated id) stored nothing; a later mark's larger number would keep the
+    /// undo from removing that document.
     pub fn mark_pending(&mut self, position: &[u8], id: &str) -> Result<(), IndexError> {
+        if self.store.get(Column::Meta, &key(position))?.is_some() {
+            return Ok(());
+        }
         let mut v = Vec::with_capacity(8 + id.len());
         v.extend_from_slice(&self.next_doc.to_be_bytes());
         v.extend_from_slice(id.as_bytes());
@@ -242,6 +251,32 @@ mod tests {
         // b decided again is found as a candidate as before
         ix.put(&doc("b", 2000)).unwrap();
         assert!(ix.find_id("b").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_record_decided_twice_before_a_commit_is_undone_from_its_first_decision() {
+        let mut ix = Index::memory(IndexParams::default()).unwrap();
+        ix.put(&doc("a", 1000)).unwrap();
+        // b decided (stored as document 1), then redelivered in the same process after
+        // other decisions and decided again: a repeated id, nothing stored
+        ix.mark_pending(b"p1", "b").unwrap();
+        ix.put(&doc("b", 2000)).unwrap();
+        ix.mark_pending(b"p2", "c").unwrap();
+        ix.put(&doc("c", 3000)).unwrap();
+        ix.mark_pending(b"p1", "b").unwrap();
+        assert_eq!(
+            ix.pending().unwrap()[0],
+            (b"p1".to_vec(), 1, "b".to_string())
+        );
+        // no commit covered either: both documents go
+        let done = ix.undo_pending(&mut |_| false).unwrap();
+        assert_eq!((done.uncommitted, done.removed), (2, 2));
+        assert!(
+            ix.find_id("b").unwrap().is_none(),
+            "the first decision is undone"
+        );
+        assert!(ix.find_id("c").unwrap().is_none());
+        assert!(ix.find_id("a").unwrap().is_some());
     }
 
     #[test]

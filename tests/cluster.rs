@@ -41,11 +41,13 @@ fn stage_topics(c: &Cluster) {
     }
 }
 
-/// Waits until the stage answered `more` records beyond `from`; returns how long it took.
-fn answering(s: &Stage, from: f64, more: f64, what: &str) -> Duration {
+/// Waits until the stage answered `more` records beyond `from` (or every one of `total`,
+/// when the feed ended first); returns how long it took.
+fn answering(s: &Stage, from: f64, more: f64, total: usize, what: &str) -> Duration {
     let t = Instant::now();
+    let want = (from + more).min(total as f64);
     wait_until(Duration::from_secs(180), what, || {
-        s.metric("neardup_records_out_total", "") >= from + more
+        s.metric("neardup_records_out_total", "") >= want
     });
     t.elapsed()
 }
@@ -86,7 +88,7 @@ fn faults_while_pages_arrive(guarantee: &str) {
             }
         })
     };
-    answering(&s, 0.0, 100.0, "the first outputs");
+    answering(&s, 0.0, 100.0, ids.len(), "the first outputs");
 
     // the node that coordinates the group and leads its offsets, SIGKILLed
     let victim = c
@@ -95,7 +97,7 @@ fn faults_while_pages_arrive(guarantee: &str) {
     let led_before = c.leader("pages-unique", 0);
     let at = s.metric("neardup_records_out_total", "");
     c.nodes[victim].stop();
-    let back = answering(&s, at, 100.0, "outputs with a node killed");
+    let back = answering(&s, at, 100.0, ids.len(), "outputs with a node killed");
     let moved = c.leader("__consumer_offsets", 0);
     assert!(moved.is_some() && moved != Some(victim), "{moved:?}");
     eprintln!(
@@ -113,7 +115,13 @@ fn faults_while_pages_arrive(guarantee: &str) {
         });
     }
     let at = s.metric("neardup_records_out_total", "");
-    let back = answering(&s, at, 50.0, "outputs after the leaders moved back");
+    let back = answering(
+        &s,
+        at,
+        50.0,
+        ids.len(),
+        "outputs after the leaders moved back",
+    );
     eprintln!(
         "{guarantee}: node {} back, leaders moved back: {:.1} s to 50 more outputs",
         victim + 1,
@@ -125,7 +133,7 @@ fn faults_while_pages_arrive(guarantee: &str) {
     for i in 0..c.nodes.len() {
         let at = s.metric("neardup_records_out_total", "");
         c.nodes[i].terminate();
-        let down = answering(&s, at, 30.0, "outputs with a node stopped");
+        let down = answering(&s, at, 30.0, ids.len(), "outputs with a node stopped");
         c.nodes[i].restart();
         c.wait_in_sync(&all);
         eprintln!(

@@ -225,7 +225,13 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                 .flat_map(|r| r.entries)
                 .find(|e| e.name == "min.insync.replicas")
                 .and_then(|e| e.value);
-            if value.as_deref() == Some("1") && a.replication_factor >= 3 {
+            let replicas = md
+                .topics()
+                .iter()
+                .find(|m| m.name() == t)
+                .and_then(|m| m.partitions().first())
+                .map_or(0, |p| p.replicas().len());
+            if value.as_deref() == Some("1") && replicas >= 3 {
                 eprintln!(
                     "warning: topic {t} exists with min.insync.replicas=1: a record acknowledged \
                      by one replica is lost if that broker is lost; alter it to {min_isr}"

@@ -252,7 +252,8 @@ pub(super) fn apply(
 }
 
 /// The file in the index directory that records how far a fill of an empty changelog got:
-/// the number of the next document to write (decimal). A fill killed midway resumes there.
+/// the number of the next document to write (decimal) and the changelog's name, a line each.
+/// A fill killed midway resumes there.
 pub const FILL_MARKER: &str = "changelog-fill";
 
 /// A step of the transactions a fill writes in (exactly-once): the caller's producer begins
@@ -285,7 +286,7 @@ pub(super) async fn republish(
         remove_marker(&marker)?;
         return Ok(());
     }
-    let resume = read_marker(&marker)?;
+    let resume = read_marker(&marker, topic)?;
     let (from, fill) = match resume {
         Some(n) => (n, true),
         None => {
@@ -293,7 +294,7 @@ pub(super) async fn republish(
             let t = topic.to_string();
             let (low, high) = tokio::task::spawn_blocking(move || bounds(&c, &t)).await??;
             if high <= low {
-                write_marker(&marker, 0)?;
+                write_marker(&marker, 0, topic)?;
                 (0, true)
             } else {
                 (
@@ -342,7 +343,7 @@ pub(super) async fn republish(
         next = after;
         written += chunk.len() as u64;
         if fill {
-            write_marker(&marker, next)?;
+            write_marker(&marker, next, topic)?;
         }
     }
     remove_marker(&marker)?;
@@ -358,27 +359,38 @@ pub(super) async fn republish(
     Ok(())
 }
 
-fn read_marker(path: &std::path::Path) -> Result<Option<u64>> {
+/// The document to resume a fill of `topic` at; a marker of another topic (the changelog
+/// renamed since) is a fill that starts again.
+fn read_marker(path: &std::path::Path, topic: &str) -> Result<Option<u64>> {
     match std::fs::read_to_string(path) {
-        Ok(t) => t.trim().parse().map(Some).with_context(|| {
-            format!(
-                "{} does not hold a document number (remove it to fill the changelog again \
-                 from the start)",
-                path.display()
-            )
-        }),
+        Ok(t) => {
+            let mut lines = t.lines();
+            let next: u64 = lines.next().unwrap_or("").trim().parse().with_context(|| {
+                format!(
+                    "{} does not hold a document number (remove it to fill the changelog \
+                     again from the start)",
+                    path.display()
+                )
+            })?;
+            if lines.next().map(str::trim) != Some(topic) {
+                warn!(topic, "a changelog fill of another topic was cut short: filling this one from its start");
+                return Ok(None);
+            }
+            Ok(Some(next))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
     }
 }
 
-/// Writes the marker durably: a temporary file synced, then renamed over it.
-fn write_marker(path: &std::path::Path, next: u64) -> Result<()> {
+/// Writes the marker durably (the next document, then the topic, a line each): a temporary
+/// file synced, then renamed over it.
+fn write_marker(path: &std::path::Path, next: u64, topic: &str) -> Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut f =
         std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    writeln!(f, "{next}")?;
+    writeln!(f, "{next}\n{topic}")?;
     f.sync_all()?;
     std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())

@@ -149,18 +149,28 @@ impl ClientContext for StageContext {
     }
 
     fn stats(&self, stats: Statistics) {
+        // the records of a partition the stage has not read yet: its last stable offset less
+        // the stage's position. (The client's own consumer_lag counts from the committed
+        // offset, which offsets committed in a transaction never move: under exactly-once
+        // it would only grow.)
         let mut waiting = 0i64;
         for (topic, t) in &stats.topics {
             for (p, part) in &t.partitions {
-                if *p >= 0 && part.consumer_lag >= 0 {
-                    waiting += part.consumer_lag;
+                if *p >= 0 && part.app_offset >= 0 && part.ls_offset >= 0 {
+                    let lag = (part.ls_offset - part.app_offset).max(0);
+                    waiting += lag;
                     metrics::gauge!(tm::CONSUMER_LAG, "topic" => topic.clone(), "partition" => p.to_string())
-                        .set(part.consumer_lag as f64);
+                        .set(lag as f64);
                 }
             }
         }
         if stats.client_type == "consumer" {
-            self.health.lag.store(waiting, Ordering::Relaxed);
+            let before = self.health.lag.swap(waiting, Ordering::Relaxed);
+            if before <= 0 && waiting > 0 {
+                // records wait from now: the stall is counted from here, not from the last
+                // answer before an idle spell
+                self.health.progressed();
+            }
         }
         // brokers answer again after an outage
         let up = stats.brokers.values().any(|b| b.state == "UP");

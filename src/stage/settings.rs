@@ -490,11 +490,10 @@ impl StageSettings {
                 transaction_interval
             );
         }
-        let standby = stage.standby.unwrap_or(false);
+        // a replay decides in one process whatever the shared file says of a standby
+        let standby = stage.standby.unwrap_or(false) && mode != Mode::Replay;
         if standby {
-            let why = if mode == Mode::Replay {
-                Some("is for neardup run")
-            } else if role != Role::Decider {
+            let why = if role != Role::Decider {
                 Some(
                     "is for --role decider (a signer keeps no index; a single process reads \
                       partitions two processes would share)",
@@ -566,9 +565,10 @@ impl StageSettings {
 
 /// The SASL mechanisms managed Kafka services use, as this build supports them: PLAIN,
 /// SCRAM-SHA-256 and SCRAM-SHA-512 (over SASL_SSL), and OAUTHBEARER with OpenID Connect
-/// (`sasl.oauthbearer.method=oidc`: the client fetches and refreshes its token from
-/// `sasl.oauthbearer.token.endpoint.url` with `sasl.oauthbearer.client.id` and
-/// `sasl.oauthbearer.client.secret`). Refused with the reason: GSSAPI (Kerberos: this build
+/// (`sasl.oauthbearer.method=oidc`: the client fetches and refreshes its token itself, e.g.
+/// from `sasl.oauthbearer.token.endpoint.url` with `sasl.oauthbearer.client.id` and
+/// `sasl.oauthbearer.client.secret`, and checks the properties of its grant). Refused with
+/// the reason: GSSAPI (Kerberos: this build
 /// has no Kerberos library), and OAUTHBEARER without OIDC (its token would have to come
 /// from the application, which has no way to take one; the unsecured test token is for
 /// test brokers only, and accepted when asked for by name).
@@ -583,30 +583,16 @@ pub fn check_sasl(properties: &BTreeMap<String, String>) -> Result<()> {
             let oidc =
                 get("sasl.oauthbearer.method").is_some_and(|m| m.eq_ignore_ascii_case("oidc"));
             let unsecured = get("enable.sasl.oauthbearer.unsecure.jwt") == Some("true");
-            if oidc {
-                let missing: Vec<&str> = [
-                    "sasl.oauthbearer.client.id",
-                    "sasl.oauthbearer.client.secret",
-                    "sasl.oauthbearer.token.endpoint.url",
-                ]
-                .into_iter()
-                .filter(|k| get(k).is_none_or(str::is_empty))
-                .collect();
-                if !missing.is_empty() {
-                    bail!(
-                        "sasl.mechanism OAUTHBEARER with sasl.oauthbearer.method=oidc needs {}",
-                        missing.join(", ")
-                    );
-                }
-                Ok(())
-            } else if unsecured {
+            if oidc || unsecured {
+                // the client checks the properties of its grant (client credentials, a
+                // signed assertion, a cloud's metadata service) when it is created
                 Ok(())
             } else {
                 bail!(
                     "sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.method=oidc (with \
                      sasl.oauthbearer.client.id, sasl.oauthbearer.client.secret and \
-                     sasl.oauthbearer.token.endpoint.url): neardup takes no token from \
-                     outside the client"
+                     sasl.oauthbearer.token.endpoint.url, or another grant the client \
+                     supports): neardup takes no token from outside the client"
                 )
             }
         }
@@ -767,6 +753,20 @@ mod tests {
         )
         .unwrap();
         assert!(!s.standby, "off unless asked");
+        // a replay reading a file a standby decider shares decides in one process
+        let r = StageSettings::resolve(
+            Mode::Replay,
+            &config(
+                eos(),
+                StageOptions {
+                    standby: Some(true),
+                    ..Default::default()
+                },
+                Default::default(),
+            ),
+        )
+        .unwrap();
+        assert!(!r.standby && r.replay_at_least_once);
     }
 
     #[test]
@@ -850,8 +850,6 @@ mod tests {
             ),
         ];
         check_sasl(&props(&oidc)).unwrap();
-        let e = check_sasl(&props(&oidc[..4])).unwrap_err().to_string();
-        assert!(e.contains("sasl.oauthbearer.token.endpoint.url"), "{e}");
         let e = check_sasl(&props(&oidc[..1])).unwrap_err().to_string();
         assert!(e.contains("sasl.oauthbearer.method=oidc"), "{e}");
         let e = check_sasl(&props(&[("sasl.mechanism", "GSSAPI")]))

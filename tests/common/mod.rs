@@ -80,6 +80,36 @@ struct Node {
     replicas: u32,
 }
 
+/// Creates `topics` (name, partitions) at `replicas` and `min_isr` through the brokers at
+/// `addr`.
+fn create_topics_at(addr: &str, topics: &[(&str, i32)], replicas: i32, min_isr: &str) {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", addr)
+        .create()
+        .unwrap();
+    let new: Vec<NewTopic<'_>> = topics
+        .iter()
+        .map(|(t, p)| {
+            NewTopic::new(t, *p, TopicReplication::Fixed(replicas))
+                .set("min.insync.replicas", min_isr)
+        })
+        .collect();
+    let res = futures::executor::block_on(admin.create_topics(&new, &AdminOptions::new()))
+        .expect("create topics");
+    for r in res {
+        r.expect("topic created");
+    }
+}
+
+/// A client that asks the brokers at `addr` for metadata (its own log quiet).
+fn metadata_probe(addr: &str) -> BaseConsumer {
+    ClientConfig::new()
+        .set("bootstrap.servers", addr)
+        .set("log_level", "3")
+        .create()
+        .unwrap()
+}
+
 /// Three Apache Kafka nodes on this machine (KRaft, each broker and controller), internal
 /// topics and topics created without settings at replication factor 3 and
 /// min.insync.replicas 2, as a production cluster.
@@ -144,11 +174,7 @@ impl Cluster {
 
     /// Waits until the cluster's metadata lists `n` brokers.
     pub fn wait_brokers(&self, n: usize) {
-        let probe: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("log_level", "3")
-            .create()
-            .unwrap();
+        let probe = metadata_probe(&self.addr());
         wait_until(Duration::from_secs(120), "the cluster's brokers", || {
             probe
                 .fetch_metadata(None, Duration::from_secs(2))
@@ -158,11 +184,7 @@ impl Cluster {
 
     /// Waits until every partition of `topics` has all its replicas in sync.
     pub fn wait_in_sync(&self, topics: &[&str]) {
-        let probe: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("log_level", "3")
-            .create()
-            .unwrap();
+        let probe = metadata_probe(&self.addr());
         wait_until(Duration::from_secs(180), "every replica in sync", || {
             topics.iter().all(|t| {
                 probe
@@ -183,30 +205,12 @@ impl Cluster {
     /// Creates topics of `partitions` each at the cluster's replication factor (3) and
     /// min.insync.replicas 2.
     pub fn create_topics(&self, topics: &[(&str, i32)]) {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .create()
-            .unwrap();
-        let new: Vec<NewTopic<'_>> = topics
-            .iter()
-            .map(|(t, p)| {
-                NewTopic::new(t, *p, TopicReplication::Fixed(3)).set("min.insync.replicas", "2")
-            })
-            .collect();
-        let res = futures::executor::block_on(admin.create_topics(&new, &AdminOptions::new()))
-            .expect("create topics");
-        for r in res {
-            r.expect("topic created");
-        }
+        create_topics_at(&self.addr(), topics, 3, "2");
     }
 
     /// The node that leads `topic`'s `partition`.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<usize> {
-        let probe: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("log_level", "3")
-            .create()
-            .unwrap();
+        let probe = metadata_probe(&self.addr());
         let md = probe
             .fetch_metadata(Some(topic), Duration::from_secs(10))
             .ok()?;
@@ -300,11 +304,7 @@ impl Broker {
     /// Waits until the broker answers metadata requests.
     fn wait_up(&mut self, mut child: Child) {
         // the broker answers metadata requests once it has registered with its controller
-        let probe: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .set("log_level", "3")
-            .create()
-            .unwrap();
+        let probe = metadata_probe(&self.addr());
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -365,19 +365,7 @@ impl Broker {
     }
 
     pub fn create_topics(&self, topics: &[(&str, i32)]) {
-        let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-            .set("bootstrap.servers", self.addr())
-            .create()
-            .unwrap();
-        let new: Vec<NewTopic<'_>> = topics
-            .iter()
-            .map(|(t, p)| NewTopic::new(t, *p, TopicReplication::Fixed(1)))
-            .collect();
-        let res = futures::executor::block_on(admin.create_topics(&new, &AdminOptions::new()))
-            .expect("create topics");
-        for r in res {
-            r.expect("topic created");
-        }
+        create_topics_at(&self.addr(), topics, 1, "1");
     }
 
     /// Produces records (partition, key, value) and waits for every acknowledgement.

@@ -366,8 +366,9 @@ fn a_changelog_filled_from_a_large_index_resumes_after_a_kill() {
     // killed once a chunk's transaction committed and before the last
     let deadline = Instant::now() + Duration::from_secs(120);
     let at = loop {
+        // the marker: the next document, then the changelog's name
         if let Ok(t) = std::fs::read_to_string(&marker) {
-            let n: u64 = t.trim().parse().unwrap_or(0);
+            let n: u64 = t.lines().next().unwrap_or("").trim().parse().unwrap_or(0);
             if n > 0 {
                 break n;
             }
@@ -378,7 +379,13 @@ fn a_changelog_filled_from_a_large_index_resumes_after_a_kill() {
     d.signal("KILL");
     assert_eq!(d.wait(Duration::from_secs(10)), None);
     let after_kill = std::fs::read_to_string(&marker).unwrap();
-    let at_kill: u64 = after_kill.trim().parse().unwrap();
+    let mut lines = after_kill.lines();
+    let at_kill: u64 = lines.next().unwrap().trim().parse().unwrap();
+    assert_eq!(
+        lines.next(),
+        Some("pages-index-changelog"),
+        "the marker names its topic"
+    );
     assert!(
         at_kill >= at && (at_kill as usize) < ids.len(),
         "killed mid-fill ({at_kill} of {})",

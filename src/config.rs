@@ -223,11 +223,15 @@ pub struct DetectOptions {
     #[arg(long, env = "NEARDUP_RETENTION", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub retention: Option<Duration>,
+    /// Keep at most this many pages: past it, every 10,000 decisions the oldest are removed
+    /// down to 95 % of it, which bounds the index's memory (default: no cap)
+    #[arg(long, value_name = "N", env = "NEARDUP_MAX_PAGES")]
+    pub max_pages: Option<u64>,
 }
 
 impl DetectOptions {
     fn or(mut self, o: DetectOptions) -> DetectOptions {
-        or_fields!(self, o; measure, rh, m, min_signatures, frequencies, retention);
+        or_fields!(self, o; measure, rh, m, min_signatures, frequencies, retention, max_pages);
         self
     }
 }
@@ -305,6 +309,8 @@ pub struct DetectFile {
     /// Retention window, e.g. "7d".
     #[serde(default, deserialize_with = "de_duration")]
     pub retention: Option<Duration>,
+    /// The most pages the index keeps.
+    pub max_pages: Option<u64>,
 }
 
 /// File-mode settings (`[dedup]` in the file).
@@ -603,6 +609,7 @@ impl Options {
                 min_signatures: fd.min_signatures,
                 frequencies: fd.frequencies,
                 retention: fd.retention,
+                max_pages: fd.max_pages,
             }),
             method: MethodOptions {
                 method: self.method.method.or(fd.method),
@@ -645,6 +652,8 @@ pub struct Config {
     pub params: IndexParams,
     /// Retention window (none: keep).
     pub retention: Option<Duration>,
+    /// The most pages the index keeps (none: no cap).
+    pub max_pages: Option<u64>,
     /// File mode.
     pub dedup: DedupSettings,
     /// Limits of `/v1/group` and `/v1/explain`.
@@ -687,9 +696,13 @@ impl Config {
         if dedup.jobs == 0 {
             bail!("jobs must be at least 1");
         }
+        if o.detect.max_pages == Some(0) {
+            bail!("max-pages must be at least 1 (leave it out for no cap)");
+        }
         Ok(Config {
             params,
             retention: o.detect.retention,
+            max_pages: o.detect.max_pages,
             dedup,
             serving,
             http,

@@ -27,11 +27,13 @@ pub const RECORD_SECONDS: &str = "neardup_record_duration_seconds";
 pub const IN_FLIGHT: &str = "neardup_in_flight_records";
 /// Gauge: documents in the index.
 pub const INDEX_DOCUMENTS: &str = "neardup_index_documents";
+/// Gauge: pages (stored ids) the index holds, counted exactly: what `--max-pages` caps.
+pub const INDEX_PAGES: &str = "neardup_index_pages";
 /// Gauge, labels `family`: keys per RocksDB column family (an estimate).
 pub const INDEX_KEYS: &str = "neardup_index_keys";
 /// Gauge, labels `family`: bytes per RocksDB column family (live data and memtables).
 pub const INDEX_BYTES: &str = "neardup_index_bytes";
-/// Counter: index entries removed by the retention window.
+/// Counter: index entries removed by the retention window or the page cap.
 pub const INDEX_EXPIRED: &str = "neardup_index_expired_total";
 /// Gauge, labels `topic`, `partition`: consumer lag in records, from the client statistics.
 pub const CONSUMER_LAG: &str = "neardup_consumer_lag_records";
@@ -103,6 +105,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ),
     (INDEX_DOCUMENTS, "gauge", "Documents in the index."),
     (
+        INDEX_PAGES,
+        "gauge",
+        "Pages (stored ids) the index holds: what --max-pages caps.",
+    ),
+    (
         HOP_SECONDS,
         "histogram",
         "Seconds per record of each hop: broker, decide (= queue + prepare + in_order), produce, end_to_end.",
@@ -135,7 +142,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     (
         INDEX_EXPIRED,
         "counter",
-        "Index entries removed by the retention window.",
+        "Index entries removed by the retention window or the page cap (--max-pages).",
     ),
     (
         CONSUMER_LAG,

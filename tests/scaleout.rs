@@ -327,6 +327,105 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
     drop((sa, sb, d2));
 }
 
+/// A page cap (`--max-pages`) through the stage: past the cap a sweep removes the oldest
+/// pages, their tombstones go to the changelog, the decisions are those of file mode with
+/// the same cap over the decided order (a page whose earlier copies left is new again), and
+/// an index restored from the changelog holds the same pages.
+#[test]
+fn a_page_cap_removes_the_oldest_pages_through_the_changelog_as_file_mode_does() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let cap = ["--max-pages", "5000"];
+    let decider = |log: &str| {
+        let mut args = vec!["--role", "decider", "--instance-id", "decider-0"];
+        args.extend(cap);
+        Stage::start(&b, &index, &dir.path().join(log), &args)
+    };
+    let sa = signer(&b, dir.path(), "signer-a");
+    let d = decider("decider-1.log");
+    for s in [&sa, &d] {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    // 10,500 pages: the sweep after the 10,000th decision finds 10,000 pages and trims
+    // them to 4,750; 500 more are decided after it
+    let records = synthetic(3_500, 4);
+    b.produce("pages", &records);
+    wait_until(Duration::from_secs(600), "every page decided", || {
+        d.metric("neardup_records_out_total", "") >= records.len() as f64
+    });
+    let expired = d.metric("neardup_index_expired_total", "");
+    assert_eq!(expired, 5_250.0, "10,000 pages trimmed to 95 % of the cap");
+    wait_until(Duration::from_secs(30), "the pages gauge", || {
+        d.metric("neardup_index_pages", "") == 5_250.0
+    });
+
+    let order = decided_order(&b, &records);
+    assert_eq!(order.len(), records.len());
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let got = decisions(&outs);
+    let want = file_mode_with(&order, dir.path(), &cap);
+    let differ: Vec<_> = want
+        .iter()
+        .filter(|(id, d)| got.get(*id) != Some(*d))
+        .map(|(id, d)| (id, d, got.get(id)))
+        .take(20)
+        .collect();
+    assert!(
+        differ.is_empty() && got.len() == want.len(),
+        "{} decisions, {} in file mode; (id, file mode, stage): {differ:?}",
+        got.len(),
+        want.len()
+    );
+    let new_again = order[10_000..]
+        .iter()
+        .filter(|r| {
+            let id = serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()
+                ["id"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            got[&id].0 == "unique" && !id.ends_with("-c0")
+        })
+        .count();
+    assert!(
+        new_again > 0,
+        "a copy whose earlier copies left is new again"
+    );
+
+    // the changelog: a tombstone for each of the 5,250 oldest pages, in decided order
+    let log = b.read(&[CHANGELOG], usize::MAX, Duration::from_secs(120));
+    let tombstones: Vec<String> = log
+        .iter()
+        .filter(|o| o.value.is_empty())
+        .map(|o| o.key.clone().unwrap())
+        .collect();
+    let oldest: Vec<String> = order[..5_250]
+        .iter()
+        .map(|r| {
+            serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(tombstones, oldest);
+
+    // a lost volume: the restored index holds the 5,250 pages that stayed
+    d.signal("TERM");
+    let mut d = d;
+    assert_eq!(d.wait(Duration::from_secs(60)), Some(0));
+    std::fs::remove_dir_all(&index).unwrap();
+    let d2 = decider("decider-2.log");
+    d2.wait_ready(Duration::from_secs(120));
+    wait_until(Duration::from_secs(30), "the restored pages gauge", || {
+        d2.metric("neardup_index_pages", "") == 5_250.0
+    });
+    drop((sa, d2));
+}
+
 #[test]
 fn topics_create_makes_the_stages_topics_and_refuses_a_split_changelog() {
     let _g = serial();

@@ -121,7 +121,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
         },
         file,
     )?;
-    let (params, retention, io) = (c.params, c.retention, c.dedup);
+    let (params, retention, max_pages, io) = (c.params, c.retention, c.max_pages, c.dedup);
     let index_dir = io.index.clone();
     let index = Index::open_dir(&index_dir, params.clone())
         .with_context(|| format!("cannot open index {}", index_dir.display()))?;
@@ -176,7 +176,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     let started = Instant::now();
     let params_id = record::params_id(&params);
     let mut s = Summary::default();
-    let mut retention = retention.map(crate::dedup::Retention::new);
+    let mut retention = crate::dedup::Retention::new(retention, max_pages);
 
     std::thread::scope(|scope| -> Result<()> {
         let signer = &signer;
@@ -282,6 +282,11 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
                         out.push(b'\n');
                         if let Some(r) = &mut retention {
                             r.decided(first_seen);
+                            // right after the page that made it due, as the stage sweeps,
+                            // so that both decide the next page on the same index
+                            if r.due() {
+                                s.expired += r.sweep(dedup.index_mut())?;
+                            }
                         }
                     }
                 }
@@ -292,9 +297,6 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
             if let Some(w) = &mut dup_out {
                 w.write_all(&dup_lines)?;
                 dup_lines.clear();
-            }
-            if let Some(r) = retention.as_mut().filter(|r| r.due()) {
-                s.expired += r.sweep(dedup.index_mut())?;
             }
             if let Some(pb) = &progress {
                 pb.set_position(s.bytes);

@@ -184,8 +184,10 @@ pub(super) fn decide_loop(
     );
     let changelog: Option<Arc<str>> = s.changelog_topic.as_deref().map(Arc::from);
     dedup.index_mut().set_journal(changelog.is_some());
-    let mut retention = s.retention.map(crate::dedup::Retention::new);
-    let mut last_stats = Instant::now() - Duration::from_secs(60);
+    let mut retention = crate::dedup::Retention::new(s.retention, s.max_pages);
+    // the index as opened (or restored) is shown before the first record comes
+    publish_index_stats(dedup.index());
+    let mut last_stats = Instant::now();
     // the records waiting in the queue and already signed (at most WAL_BATCH) are decided
     // one after the other, the index's log of their decisions is handed to the operating
     // system once, and only then are they passed on to be produced: an offset is stored
@@ -351,6 +353,8 @@ pub(super) fn decide_loop(
         if !publish(dedup.index(), &mut ready, &out)? {
             return Ok(());
         }
+        // exact and cheap: kept current, where the families' figures wait for their interval
+        metrics::gauge!(tm::INDEX_PAGES).set(dedup.index().pages() as f64);
         if let Some(c) = &committed {
             clear_committed(dedup.index_mut(), &mut marks, c, &mut changelog_next)?;
         }
@@ -427,6 +431,7 @@ fn publish_index_stats(index: &Index) {
                 .find(|(f, _, _)| f == "docs")
                 .map_or(0, |(_, k, _)| *k);
             metrics::gauge!(tm::INDEX_DOCUMENTS).set(docs as f64);
+            metrics::gauge!(tm::INDEX_PAGES).set(index.pages() as f64);
             for (family, keys, bytes) in st.families {
                 metrics::gauge!(tm::INDEX_KEYS, "family" => family.clone()).set(keys as f64);
                 metrics::gauge!(tm::INDEX_BYTES, "family" => family).set(bytes as f64);

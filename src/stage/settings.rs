@@ -195,6 +195,8 @@ pub struct StageSettings {
     /// Retention window.
     #[serde(serialize_with = "opt_secs")]
     pub retention: Option<Duration>,
+    /// The most pages the index keeps.
+    pub max_pages: Option<u64>,
     /// Replay start.
     pub start: Start,
     /// Replay without side effects.
@@ -545,6 +547,7 @@ impl StageSettings {
             log_format: stage.log_format.unwrap_or_default(),
             params: c.params.clone(),
             retention: c.retention,
+            max_pages: c.max_pages,
             start,
             dry_run: replay.dry_run.unwrap_or(false),
             serving: c.serving.clone(),

@@ -954,6 +954,15 @@ pub fn decision_of(v: &serde_json::Value) -> (String, (String, String)) {
 
 /// `neardup dedup` over the valid records in production order: id → (decision, canonical).
 pub fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, String)> {
+    file_mode_with(records, dir, &[])
+}
+
+/// [`file_mode`] with more flags of `neardup dedup`.
+pub fn file_mode_with(
+    records: &[Input],
+    dir: &Path,
+    args: &[&str],
+) -> BTreeMap<String, (String, String)> {
     let input = dir.join("file-mode.jsonl");
     let mut lines = Vec::new();
     for (_, _, v) in records {
@@ -977,6 +986,7 @@ pub fn file_mode(records: &[Input], dir: &Path) -> BTreeMap<String, (String, Str
         .args(["--max-record-bytes", "200000"])
         .arg("--dead-letter")
         .arg(dir.join("file-mode-dead.jsonl"))
+        .args(args)
         .status()
         .unwrap();
     assert!(st.success());

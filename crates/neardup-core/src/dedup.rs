@@ -349,13 +349,20 @@ impl<'a> PairRule<'a> {
     }
 }
 
-/// The retention window's schedule, the same for every driver: the newest first-seen time
-/// of the pages decided so far, and every [`Retention::EVERY`] decided pages a sweep that
-/// removes the documents first seen longer than the window before it
-/// ([`Index::expire`](crate::index::Index::expire)).
+/// What the index keeps, the same schedule for every driver: every [`Retention::EVERY`]
+/// decided pages a sweep removes the documents first seen longer than the window before the
+/// newest page decided so far ([`Index::expire`](crate::index::Index::expire)), and, past a
+/// cap on the pages held, the oldest pages ([`Index::trim_oldest`](crate::index::Index::trim_oldest)).
+///
+/// The cap bounds the memory an index needs whatever the crawl sends it. A sweep that finds
+/// the index over its cap trims it to [`Retention::TRIM_TO`] of the cap, so that the costs
+/// paid per sweep that removes anything (the counts of software text made again from the
+/// pages that stay, the lists' snapshot no longer of use) are paid once per twentieth of the
+/// cap, not once per sweep.
 #[derive(Debug, Clone)]
 pub struct Retention {
-    window: i64,
+    window: Option<i64>,
+    max_pages: Option<u64>,
     newest: i64,
     since: u64,
 }
@@ -364,13 +371,18 @@ impl Retention {
     /// Decided pages between two sweeps.
     pub const EVERY: u64 = 10_000;
 
-    /// A schedule for a window of `window`.
-    pub fn new(window: std::time::Duration) -> Retention {
-        Retention {
-            window: i64::try_from(window.as_secs()).unwrap_or(i64::MAX),
+    /// The share of the cap a trimmed index keeps (95 %).
+    pub const TRIM_TO: f64 = 0.95;
+
+    /// A schedule for a window of `window` and a cap of `max_pages`; none when neither is
+    /// set.
+    pub fn new(window: Option<std::time::Duration>, max_pages: Option<u64>) -> Option<Retention> {
+        (window.is_some() || max_pages.is_some()).then(|| Retention {
+            window: window.map(|w| i64::try_from(w.as_secs()).unwrap_or(i64::MAX)),
+            max_pages,
             newest: i64::MIN,
             since: 0,
-        }
+        })
     }
 
     /// A page first seen at `first_seen` (Unix seconds) was decided.
@@ -384,14 +396,19 @@ impl Retention {
         self.since >= Self::EVERY
     }
 
-    /// Removes what the window leaves out (nothing before any page was decided); returns how
-    /// many documents went.
+    /// Removes what the window leaves out (nothing before any page was decided), then, if
+    /// the index holds more pages than the cap, its oldest pages down to
+    /// [`Retention::TRIM_TO`] of the cap; returns how many documents went.
     pub fn sweep(&mut self, index: &mut crate::index::Index) -> Result<u64, IndexError> {
         self.since = 0;
-        if self.newest == i64::MIN {
-            return Ok(0);
+        let mut removed = 0;
+        if let (Some(window), true) = (self.window, self.newest != i64::MIN) {
+            removed += index.expire(self.newest.saturating_sub(window))?;
         }
-        index.expire(self.newest.saturating_sub(self.window))
+        if let Some(max) = self.max_pages.filter(|&m| index.pages() > m) {
+            removed += index.trim_oldest((max as f64 * Self::TRIM_TO) as u64)?;
+        }
+        Ok(removed)
     }
 }
 

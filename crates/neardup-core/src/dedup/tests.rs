@@ -448,7 +448,7 @@ fn short_pages_match_other_hosts_only() {
 #[test]
 fn retention_sweeps_every_ten_thousand_pages_behind_the_newest() {
     let mut d = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
-    let mut r = Retention::new(std::time::Duration::from_secs(100));
+    let mut r = Retention::new(Some(std::time::Duration::from_secs(100)), None).unwrap();
     assert_eq!(r.sweep(d.index_mut()).unwrap(), 0, "nothing decided yet");
     for (id, html, seen) in [("old", RIVER, 1_000), ("new", SCHOOL, 1_150)] {
         d.process(
@@ -475,6 +475,79 @@ fn retention_sweeps_every_ten_thousand_pages_behind_the_newest() {
     assert!(!r.due());
     assert!(d.index().find_id("old").unwrap().is_none());
     assert!(d.index().find_id("new").unwrap().is_some());
+}
+
+/// The page cap: a sweep that finds more pages than the cap removes the oldest (the
+/// earliest decided) down to 95 % of it; the index counts its pages across a page stored
+/// again under a new number and across a reopen, and a removed page is decided anew.
+#[test]
+fn a_page_cap_trims_the_oldest_pages_to_ninety_five_percent_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |i: usize| {
+        format!(
+            "<html><body><article><p>Report {i}: the council of district {i} met on the \
+             question of the bridge over the river, and the mayor said that the work would \
+             start in the spring of the year {}, after the vote of the members.</p></article>\
+             </body></html>",
+            1900 + i
+        )
+    };
+    let mut d =
+        Deduplicator::new(Index::open_dir(dir.path(), IndexParams::default()).unwrap()).unwrap();
+    let mut r = Retention::new(None, Some(100)).unwrap();
+    assert!(
+        Retention::new(None, None).is_none(),
+        "nothing to keep: no schedule"
+    );
+    for i in 0..120 {
+        let id = format!("p{i}");
+        d.process(
+            PageRef {
+                id: &id,
+                url: &id,
+                first_seen: 1_000,
+            },
+            &page(i),
+        )
+        .unwrap();
+        r.decided(1_000);
+    }
+    assert_eq!(d.index().pages(), 120);
+    // a page stored again under a new number is still one page
+    let again = d.index().find_id("p119").unwrap().unwrap();
+    d.index_mut().put(&again).unwrap();
+    assert_eq!(d.index().pages(), 120);
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 25, "120 pages down to 95");
+    assert_eq!(d.index().pages(), 95);
+    assert!(
+        d.index().find_id("p24").unwrap().is_none(),
+        "the oldest went"
+    );
+    assert!(
+        d.index().find_id("p25").unwrap().is_some(),
+        "the newest stay"
+    );
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 0, "under the cap");
+    drop(d);
+    let mut d =
+        Deduplicator::new(Index::open_dir(dir.path(), IndexParams::default()).unwrap()).unwrap();
+    assert_eq!(d.index().pages(), 95, "counted again at open");
+    let o = d
+        .process(
+            PageRef {
+                id: "p0",
+                url: "p0",
+                first_seen: 1_000,
+            },
+            &page(0),
+        )
+        .unwrap();
+    assert_eq!(
+        o.decision.kind,
+        DecisionKind::Unique,
+        "a removed page is new again"
+    );
+    assert_eq!(d.index().pages(), 96);
 }
 
 /// Identical copies are duplicates (text rules 5): a page and the same page under another

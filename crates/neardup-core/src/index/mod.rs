@@ -324,6 +324,8 @@ pub struct Index {
     journal: Option<Vec<Mutation>>,
     /// Fingerprints of every stored id: a new page's id lookup ends here ([`ids`]).
     ids: ids::IdSet,
+    /// How many ids are stored (the pages the index holds; [`Index::pages`]).
+    pages: u64,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -615,6 +617,7 @@ impl Index {
             // grown as the ids are read: next_doc counts removed documents too, and a
             // long retention window removes most of them
             ids: ids::IdSet::default(),
+            pages: 0,
         };
         index.restore_lists(stop)?;
         index.restore_software(stop)?;
@@ -638,10 +641,10 @@ impl Index {
 
     /// Fills the set of ids' fingerprints from the `ids` family (opening the index).
     fn fill_ids(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
-        let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u32, false);
+        let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u64, false);
         // ids are UTF-8, which never holds the byte 0xff
         self.store.scan(Column::Ids, &[], &[0xff], &mut |k, _| {
-            seen = seen.wrapping_add(1);
+            seen += 1;
             if seen % 4096 == 0 && stop.load(Ordering::Relaxed) {
                 interrupted = true;
                 return false;
@@ -652,6 +655,7 @@ impl Index {
         if interrupted {
             return Err(IndexError::Interrupted);
         }
+        self.pages = seen;
         Ok(())
     }
 
@@ -793,10 +797,15 @@ impl Index {
         if unique && self.lists.is_some() && num > lists::MAX_DOC {
             return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
         }
+        // an id stored before is stored again under the new number (a page decided again):
+        // the index holds no more pages than before
+        let new_id = !self.ids.may_contain(rec.id.as_bytes())
+            || self.store.get(Column::Ids, rec.id.as_bytes())?.is_none();
         // the deciding loop writes the log out before it publishes the decision
         self.store.write_buffered(b)?;
         self.next_doc = num + 1;
         self.ids.insert(rec.id.as_bytes());
+        self.pages += u64::from(new_id);
         if let Some(j) = self.journal.as_mut() {
             j.push(Mutation::Put {
                 num,

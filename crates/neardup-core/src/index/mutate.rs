@@ -142,6 +142,45 @@ impl Index {
         self.remove(expired)
     }
 
+    /// How many pages (stored ids) the index holds.
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// Removes the oldest documents (the lowest numbers: the earliest decided) until the
+    /// index holds at most `keep` pages. Returns how many documents were removed.
+    pub fn trim_oldest(&mut self, keep: u64) -> Result<u64, IndexError> {
+        if self.pages <= keep {
+            return Ok(0);
+        }
+        let mut over = self.pages - keep;
+        let mut oldest: Vec<(u64, DocRecord)> = Vec::new();
+        let mut err = None;
+        let store = std::sync::Arc::clone(&self.store);
+        store.scan(Column::Docs, &[], &[0xff; 9], &mut |k, v| {
+            let (Ok(num), Ok(rec)) = (<[u8; 8]>::try_from(k), DocRecord::decode(v)) else {
+                err = Some(IndexError::Corrupt("docs key or record".into()));
+                return false;
+            };
+            let num = u64::from_be_bytes(num);
+            // a document whose id was decided again since is not a page of its own
+            match self.store.get(Column::Ids, rec.id.as_bytes()) {
+                Ok(Some(cur)) if cur == num.to_be_bytes() => over -= 1,
+                Ok(_) => {}
+                Err(e) => {
+                    err = Some(e.into());
+                    return false;
+                }
+            }
+            oldest.push((num, rec));
+            over > 0
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        self.remove(oldest)
+    }
+
     /// Removes these documents (number, record) with their index entries.
     fn remove(&mut self, docs: Vec<(u64, DocRecord)>) -> Result<u64, IndexError> {
         let n = docs.len() as u64;
@@ -193,6 +232,7 @@ impl Index {
                     self.memory_entries(rec, *num, false)?;
                 }
             }
+            self.pages = self.pages.saturating_sub(removed_ids.len() as u64);
             if let Some(j) = self.journal.as_mut() {
                 j.extend(removed_ids.into_iter().map(|id| Mutation::Delete { id }));
             }

@@ -195,6 +195,9 @@ stopwords-file = {{ printf "%s/stopwords.txt" (include "neardup.configDir" .) | 
 
 [detect]
 {{- include "neardup.tomlKeys" .Values.config.detect }}
+{{- if .Values.sizing.capPages }}
+max-pages = {{ int64 .Values.sizing.uniquePages }}
+{{- end }}
 
 [kafka]
 brokers = {{ .Values.kafka.brokers | toJson }}

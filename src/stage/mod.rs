@@ -37,6 +37,7 @@ mod produce;
 pub mod settings;
 mod signer;
 mod standby;
+mod watchdog;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

@@ -183,14 +183,19 @@ pub(super) async fn produce_loop(
 }
 
 /// Runs a transaction call on this thread (the runtime moves its other tasks away), again
-/// while it fails in a way the client calls retriable.
+/// while it fails in a way the client calls retriable; each attempt under the watchdog's
+/// deadline ([`super::watchdog`]).
 pub(super) fn transaction_call(
     what: &str,
     txn: &Transactions,
     mut call: impl FnMut() -> Result<(), KafkaError>,
 ) -> Result<()> {
     tokio::task::block_in_place(|| loop {
-        match call() {
+        let attempt = {
+            let _watch = super::watchdog::watch(what, &txn.id);
+            call()
+        };
+        match attempt {
             Ok(()) => return Ok(()),
             Err(KafkaError::Transaction(e)) if e.is_retriable() => {
                 warn!(error = %e, transactional_id = %txn.id, "{what}: trying again");

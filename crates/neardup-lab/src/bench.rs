@@ -43,7 +43,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub stage_only: bool,
     /// With --brokers: leave out records larger than this many bytes (the broker's limit)
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(long, default_value_t = 900_000)]
     pub max_broker_record: usize,
     /// With --brokers: a client property for the stage's consumer and producer, KEY=VALUE,
     /// after the benchmark's own (repeatable)

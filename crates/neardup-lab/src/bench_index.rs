@@ -188,7 +188,13 @@ impl Latency {
 
 /// A field of `/proc/self/status` in KiB (0 where it cannot be read).
 pub(crate) fn status_kib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+    process_status_kib("self", field)
+}
+
+/// A `/proc/PID/status` field in KiB of process `pid` ("self": this one); 0 where /proc
+/// does not tell.
+pub(crate) fn process_status_kib(pid: &str, field: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()

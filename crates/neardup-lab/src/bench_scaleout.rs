@@ -51,7 +51,7 @@ pub struct BenchScaleoutArgs {
     #[arg(long, default_value_t = 4)]
     pub partitions: i32,
     /// Leave out records larger than this many bytes (the broker's limit)
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(long, default_value_t = 900_000)]
     pub max_broker_record: usize,
     /// The broker's process id, to report its CPU time per record (when it runs here)
     #[arg(long)]
@@ -111,6 +111,8 @@ pub struct DeciderBench {
     pub broker_cpu_ms_per_record: Option<f64>,
     /// Records per second while the index grew to `indexed`.
     pub fill_records_per_second: f64,
+    /// The decider's peak resident memory (VmHWM), MiB, read before it stopped.
+    pub peak_rss_mib: f64,
     /// With a feed: its rate, records a second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feed_records_per_second: Option<f64>,
@@ -328,11 +330,44 @@ fn ends(c: &BaseConsumer, topics: &[String]) -> Result<i64> {
     Ok(n)
 }
 
-/// Waits until `topics` hold `target` records more than `base`; returns (records per second
-/// from the last look that saw none of them to the last record, seconds).
+/// The decisions (unique, duplicate, skipped) a decider listening on `port` has had
+/// acknowledged: its `neardup_records_out_total`, dead letters left out. Counted by the
+/// process, so neither a dead letter nor, under exactly-once, a transaction's commit marker
+/// (which takes an offset of each partition it wrote) counts as a decision.
+fn decisions(port: u16) -> Result<i64> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))
+        .with_context(|| format!("the decider's metrics on port {port}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    Ok(body
+        .lines()
+        .filter(|l| l.starts_with("neardup_records_out_total{"))
+        .filter(|l| {
+            ["unique", "duplicate", "skipped"]
+                .iter()
+                .any(|d| l.contains(&format!("decision=\"{d}\"")))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as i64)
+        .and_then(|n| {
+            let dead = body
+                .lines()
+                .filter(|l| l.starts_with("neardup_dead_letters_total"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>();
+            if dead > 0.0 {
+                bail!("the decider wrote {dead} dead letters: every record of the benchmark is a page to decide");
+            }
+            Ok(n)
+        })
+}
+
+/// Waits until `count` is `target` more than `base`; returns (records per second from the
+/// last look that saw none of them to the last record, seconds).
 fn rate_until(
-    c: &BaseConsumer,
-    topics: &[String],
+    count: &mut dyn FnMut() -> Result<i64>,
     base: i64,
     target: i64,
     procs: &mut [&mut Proc],
@@ -342,14 +377,7 @@ fn rate_until(
     let mut none_yet = Instant::now();
     let deadline = Instant::now() + Duration::from_secs(3600);
     loop {
-        let n = ends(c, topics)? - base;
-        if n <= 0 {
-            none_yet = Instant::now();
-        }
-        if n >= target {
-            let secs = none_yet.elapsed().as_secs_f64().max(1e-3);
-            return Ok((n as f64 / secs, secs));
-        }
+        // a process that exited has nothing more to count
         for p in procs.iter_mut() {
             if let Some(st) = p.child.try_wait()? {
                 bail!(
@@ -357,6 +385,14 @@ fn rate_until(
                     std::fs::read_to_string(&p.log).unwrap_or_default()
                 );
             }
+        }
+        let n = count()? - base;
+        if n <= 0 {
+            none_yet = Instant::now();
+        }
+        if n >= target {
+            let secs = none_yet.elapsed().as_secs_f64().max(1e-3);
+            return Ok((n as f64 / secs, secs));
         }
         if Instant::now() > deadline {
             bail!("{n} of {target} records after an hour");
@@ -549,6 +585,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         a.guarantee.as_str()
     );
     let mut synth = synthetic_signed(total, &params)?;
+    let port = free_port()?;
     create_topics(b, &[t("signed"), t("changelog")], 1)?;
     create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
     // with a feed, the measured records are sent at its rate once the index is filled
@@ -601,7 +638,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         "--guarantee",
         a.guarantee.as_str(),
         "--listen",
-        "off",
+        &format!("127.0.0.1:{port}"),
         "--log-format",
         "json",
     ]
@@ -636,19 +673,17 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         child: cmd.spawn().context("start the decider")?,
         log,
     };
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", b)
-        .set("group.id", t("watch"))
-        .create()?;
-    let outs = [t("unique"), t("duplicate"), t("dead")];
-    let (fill_rate, fill_secs) = rate_until(&c, &outs, 0, fill as i64, &mut [&mut d])?;
+    let mut count = || decisions(port);
+    let (fill_rate, fill_secs) = rate_until(&mut count, 0, fill as i64, &mut [&mut d])?;
     eprintln!("  {fill} decided ({fill_rate:.0} records/s, {fill_secs:.0} s)");
-    let base = ends(&c, &outs)?;
-    let left = total as i64 - base;
+    let indexed = decisions(port)?;
+    let (mut base, left) = (indexed, total as i64 - indexed);
     if a.decider_feed.is_some() {
         // a decider of its own for the fed records, on the filled index (its summary's
         // hops cover them only), fed once it has the signed topic
         d.stop()?;
+        // a new process counts from nothing
+        base = 0;
         let log = dir.path().join("decider-fed.log");
         cmd.stderr(std::fs::File::create(&log)?);
         d = Proc {
@@ -677,7 +712,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         let (b, topic) = (b.to_string(), t("signed"));
         std::thread::spawn(move || produce(&b, &topic, &fed, 1, Some(r)))
     });
-    let (rate, secs) = rate_until(&c, &outs, base, left, &mut [&mut d])?;
+    let (rate, secs) = rate_until(&mut count, base, left, &mut [&mut d])?;
     if let Some(f) = feeder {
         f.join()
             .map_err(|_| anyhow::anyhow!("the feeder panicked"))??;
@@ -688,8 +723,11 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
     };
     let cpu = per(cpu_seconds(Some(d.child.id())), cpu0);
     let broker = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
+    let peak_rss_mib =
+        crate::bench_index::process_status_kib(&d.child.id().to_string(), "VmHWM:") / 1024.0;
     eprintln!(
-        "  the decider at {base} indexed: {rate:.0} records/s over {left} ({secs:.1} s){}{}",
+        "  the decider at {indexed} indexed: {rate:.0} records/s over {left} ({secs:.1} s){}{}; \
+         peak RSS {peak_rss_mib:.0} MiB",
         cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
         broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
     );
@@ -723,13 +761,14 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
     };
     Ok(DeciderBench {
         guarantee: a.guarantee.as_str().into(),
-        indexed: base as usize,
+        indexed: indexed as usize,
         records: left as usize,
         pinned: pin,
         records_per_second: rate,
         cpu_ms_per_record: cpu,
         broker_cpu_ms_per_record: broker,
         fill_records_per_second: fill_rate,
+        peak_rss_mib,
         feed_records_per_second: a.decider_feed,
         hops,
     })
@@ -1017,7 +1056,8 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
             .collect();
         let broker0 = a.broker_pid.and_then(|p| cpu_seconds(Some(p)));
         let mut refs: Vec<&mut Proc> = procs.iter_mut().collect();
-        let (rate, secs) = rate_until(&c, &[signed.clone(), t("dead")], base, n as i64, &mut refs)?;
+        let topics = [signed.clone(), t("dead")];
+        let (rate, secs) = rate_until(&mut || ends(&c, &topics), base, n as i64, &mut refs)?;
         let broker = a
             .broker_pid
             .and_then(|p| cpu_seconds(Some(p)))
@@ -1074,14 +1114,12 @@ pub fn run(a: BenchScaleoutArgs) -> Result<ScaleoutBench> {
         ],
     );
     let decided = a.decider_records as i64;
-    let outs = [t("unique"), t("duplicate")];
-    let base = ends(&c, &outs)?;
     let mut d = spawn(&dargs, &dir.path().join("decider.log"))?;
     let (cpu0, broker0) = (
         cpu_seconds(Some(d.child.id())),
         a.broker_pid.and_then(|p| cpu_seconds(Some(p))),
     );
-    let (drate, dsecs) = rate_until(&c, &outs, base, decided, &mut [&mut d])?;
+    let (drate, dsecs) = rate_until(&mut || decisions(port), 0, decided, &mut [&mut d])?;
     let per = |now: Option<f64>, then: Option<f64>| {
         now.zip(then)
             .map(|(x, y)| 1000.0 * (x - y) / decided as f64)

@@ -177,19 +177,56 @@ pub(super) fn stop_when_answered(
     })
 }
 
-/// The loading producer: large batches to load a topic fast, or, feeding at a rate (a
-/// latency run), the batching of a crawler that sends each page when it has it.
-fn producer(brokers: &str, feeding: bool) -> Result<BaseProducer> {
+/// Counts the records the broker did not take (a delivery report with an error), keeping
+/// the first error: a load that lost records fails instead of leaving a benchmark waiting
+/// for answers to records that never arrived.
+#[derive(Default)]
+struct Deliveries {
+    failed: std::sync::atomic::AtomicU64,
+    first: std::sync::Mutex<Option<String>>,
+}
+
+impl rdkafka::ClientContext for Deliveries {}
+
+impl rdkafka::producer::ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, r: &rdkafka::message::DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = r {
+            self.failed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.first
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+/// The loading producer, within a stock broker's limits (batches of at most 1,000,000
+/// bytes, under its `message.max.bytes`; a record longer than that alone in its batch, which
+/// such a broker refuses, and the load fails): batches that fill for 100 ms to load a topic
+/// fast, or, feeding at a rate (a latency run), the batching of a crawler that sends each
+/// page when it has it.
+fn producer(brokers: &str, feeding: bool, longest: usize) -> Result<BaseProducer<Deliveries>> {
     Ok(ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
-        .set("message.max.bytes", "100000000")
         .set("linger.ms", if feeding { "5" } else { "100" })
-        .set("batch.size", "16000000")
-        .create()?)
+        .set("batch.size", "1000000")
+        .set(
+            "message.max.bytes",
+            (longest + 65_536).max(1_000_000).to_string(),
+        )
+        .create_with_context(Deliveries::default())?)
 }
 
-/// Produces `lines` round-robin over `partitions`, at most `rate` records per second.
+/// How long a full local queue may stay full before the load fails.
+const QUEUE_FULL_FOR: Duration = Duration::from_secs(120);
+
+/// Produces `lines` round-robin over `partitions`, at most `rate` records per second; fails
+/// on the first record the client refuses (other than a full queue, which waits at most
+/// [`QUEUE_FULL_FOR`]) and when any record was not delivered.
 pub(super) fn produce(
     brokers: &str,
     topic: &str,
@@ -197,7 +234,9 @@ pub(super) fn produce(
     partitions: i32,
     rate: Option<f64>,
 ) -> Result<()> {
-    let p = producer(brokers, rate.is_some())?;
+    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+    let longest = lines.iter().map(Vec::len).max().unwrap_or(0);
+    let p = producer(brokers, rate.is_some(), longest)?;
     let mut started = Instant::now();
     for (i, l) in lines.iter().enumerate() {
         if let Some(r) = rate {
@@ -214,22 +253,48 @@ pub(super) fn produce(
             }
         }
         let key = format!("k{i}");
-        let mut rec: BaseRecord<'_, str, [u8]> = BaseRecord::to(topic)
+        let mut rec: BaseRecord<'_, str, [u8], ()> = BaseRecord::to(topic)
             .partition(i as i32 % partitions)
             .key(key.as_str())
             .payload(&l[..]);
+        let full_since = Instant::now();
         loop {
             match p.send(rec) {
                 Ok(()) => break,
-                Err((_, back)) => {
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
+                    if full_since.elapsed() < QUEUE_FULL_FOR =>
+                {
                     rec = back;
                     p.poll(Duration::from_millis(5));
                 }
+                Err((e, _)) => bail!(
+                    "record {i} of {} ({} bytes) not sent to {topic}: {e}",
+                    lines.len(),
+                    l.len()
+                ),
             }
         }
         p.poll(Duration::ZERO);
     }
-    p.flush(Duration::from_secs(300))?;
+    p.flush(Duration::from_secs(300))
+        .with_context(|| format!("records to {topic} still unacknowledged after 300 s"))?;
+    let failed = p
+        .context()
+        .failed
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if failed > 0 {
+        let first = p
+            .context()
+            .first
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or_default();
+        bail!(
+            "{failed} of {} records to {topic} were not delivered (the first: {first})",
+            lines.len()
+        );
+    }
     Ok(())
 }
 

@@ -326,6 +326,11 @@ pub struct Index {
     ids: ids::IdSet,
     /// How many ids are stored (the pages the index holds; [`Index::pages`]).
     pages: u64,
+    /// What the software-text snapshot on disk was taken of, as read or written by this
+    /// process: a clean stop with nothing counted since does not write it again.
+    software_saved: Option<freq::Stamp>,
+    /// The same for the lists snapshot: (epoch, next_doc).
+    lists_saved: Option<(u64, u64)>,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -618,6 +623,8 @@ impl Index {
             // long retention window removes most of them
             ids: ids::IdSet::default(),
             pages: 0,
+            software_saved: None,
+            lists_saved: None,
         };
         index.restore_lists(stop)?;
         index.restore_software(stop)?;

@@ -43,6 +43,7 @@ impl Index {
             if let Ok((loaded, stamp)) = software::load(&path) {
                 if stamp.epoch == self.epoch && stamp.next_doc <= self.next_doc {
                     self.software = Some(loaded);
+                    self.software_saved = Some(stamp);
                     from = stamp.next_doc;
                 }
             }
@@ -121,6 +122,7 @@ impl Index {
                 }
                 Ok((loaded, stamp)) => {
                     self.lists = Some(loaded);
+                    self.lists_saved = Some((stamp.epoch, stamp.next_doc));
                     from = stamp.next_doc;
                     from_snapshot = true;
                 }
@@ -286,13 +288,18 @@ impl Index {
     pub fn save_lists(&mut self) -> Result<Option<PathBuf>, IndexError> {
         self.settle_software()?;
         if let (Some(s), Some(spath)) = (self.software.as_ref(), self.software_snapshot_path()) {
-            self.store.flush()?;
             let stamp = freq::Stamp {
                 epoch: self.epoch,
                 next_doc: self.next_doc,
             };
-            software::save(s, &spath, stamp)
-                .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", spath.display())))?;
+            // the file on disk already holds these counts: nothing was counted since
+            if self.software_saved != Some(stamp) || !spath.exists() {
+                self.store.flush()?;
+                software::save(s, &spath, stamp).map_err(|e| {
+                    IndexError::Corrupt(format!("writing {}: {e}", spath.display()))
+                })?;
+                self.software_saved = Some(stamp);
+            }
         }
         let Some(path) = self.snapshot_path() else {
             return Ok(None);
@@ -302,9 +309,12 @@ impl Index {
             epoch: self.epoch,
             next_doc: self.next_doc,
         };
-        if let Some(l) = self.lists.as_mut() {
+        // the file on disk already holds these lists: nothing was entered since
+        let unchanged = self.lists_saved == Some((stamp.epoch, stamp.next_doc)) && path.exists();
+        if let (Some(l), false) = (self.lists.as_mut(), unchanged) {
             l.save(&path, stamp)
                 .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
+            self.lists_saved = Some((stamp.epoch, stamp.next_doc));
         }
         if let (Some(f), Some(fpath)) = (self.freq.as_ref(), self.freq_snapshot_path()) {
             let fstamp = freq::Stamp {

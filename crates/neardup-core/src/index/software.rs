@@ -200,24 +200,97 @@ impl SoftwareText {
         w.write_all(&buf)
     }
 
+    /// Writes the counts, the taken slots only (layout: the two table sizes' log2 u32 LE,
+    /// `found` u64 LE, the number of taken (block, host) slots u64 LE, each as its slot, tag
+    /// and fingerprint's two halves u32 LE, then the number of taken block slots u64 LE, each
+    /// as its slot, block, hosts u32 LE and software u8). An index's tables are mostly free
+    /// until it holds hundreds of thousands of pages: the file, and the memory a read
+    /// touches, follow what was counted rather than the tables' 64 MiB.
+    pub fn write_sparse(&self, w: &mut impl Write) -> std::io::Result<()> {
+        w.write_all(&self.first_log2.to_le_bytes())?;
+        w.write_all(&self.blocks_log2.to_le_bytes())?;
+        w.write_all(&self.found.to_le_bytes())?;
+        let taken = self.first.iter().filter(|e| e[0] != 0).count() as u64;
+        let mut buf = Vec::with_capacity(8 + taken as usize * 16);
+        buf.extend_from_slice(&taken.to_le_bytes());
+        for (slot, e) in self.first.iter().enumerate().filter(|(_, e)| e[0] != 0) {
+            for v in [slot as u32, e[0], e[1], e[2]] {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        w.write_all(&buf)?;
+        buf.clear();
+        let taken = self.blocks.iter().filter(|e| e[1] != 0).count() as u64;
+        buf.extend_from_slice(&taken.to_le_bytes());
+        for (slot, e) in self.blocks.iter().enumerate().filter(|(_, e)| e[1] != 0) {
+            buf.extend_from_slice(&(slot as u32).to_le_bytes());
+            for v in &e[..HOSTS] {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+            buf.push(e[HOSTS] as u8);
+        }
+        w.write_all(&buf)
+    }
+
+    /// Reads what [`SoftwareText::write_sparse`] wrote, for tables of the default sizes.
+    pub fn read_sparse(r: &mut impl Read) -> std::io::Result<SoftwareText> {
+        let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+        let mut s = read_header(r)?;
+        let mut b8 = [0u8; 8];
+        r.read_exact(&mut b8)?;
+        let taken = u64::from_le_bytes(b8);
+        if taken > s.first.len() as u64 {
+            return Err(bad(format!("{taken} taken slots of {}", s.first.len())));
+        }
+        let mut buf = vec![0u8; taken as usize * 16];
+        r.read_exact(&mut buf)?;
+        let u = |c: &[u8], i: usize| {
+            u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+        };
+        for c in buf.chunks_exact(16) {
+            let e = s
+                .first
+                .get_mut(u(c, 0) as usize)
+                .ok_or_else(|| bad(format!("slot {} out of the table", u(c, 0))))?;
+            *e = [u(c, 1), u(c, 2), u(c, 3)];
+            if e[0] == 0 {
+                return Err(bad("a taken slot with a free tag".into()));
+            }
+        }
+        r.read_exact(&mut b8)?;
+        let taken = u64::from_le_bytes(b8);
+        if taken > s.blocks.len() as u64 {
+            return Err(bad(format!(
+                "{taken} taken block slots of {}",
+                s.blocks.len()
+            )));
+        }
+        let each = 4 + 4 * HOSTS + 1;
+        let mut buf = vec![0u8; taken as usize * each];
+        r.read_exact(&mut buf)?;
+        for c in buf.chunks_exact(each) {
+            let e = s
+                .blocks
+                .get_mut(u(c, 0) as usize)
+                .ok_or_else(|| bad(format!("block slot {} out of the table", u(c, 0))))?;
+            for (i, v) in e[..HOSTS].iter_mut().enumerate() {
+                *v = u(c, i + 1);
+            }
+            e[HOSTS] = match c[each - 1] {
+                v @ (0 | 1) => u32::from(v),
+                v => return Err(bad(format!("software flag {v}"))),
+            };
+            if e[1] == 0 {
+                return Err(bad("a taken block slot without a host".into()));
+            }
+        }
+        Ok(s)
+    }
+
     /// Reads what [`SoftwareText::write_to`] wrote, for tables of the default sizes.
     pub fn read_from(r: &mut impl Read) -> std::io::Result<SoftwareText> {
         let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
-        let mut b4 = [0u8; 4];
-        let mut b8 = [0u8; 8];
-        r.read_exact(&mut b4)?;
-        let first_log2 = u32::from_le_bytes(b4);
-        r.read_exact(&mut b4)?;
-        let blocks_log2 = u32::from_le_bytes(b4);
-        if (first_log2, blocks_log2) != (FIRST_LOG2, BLOCKS_LOG2) {
-            return Err(bad(format!(
-                "software-text tables of 2^{first_log2} and 2^{blocks_log2} slots, expected \
-                 2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}"
-            )));
-        }
-        r.read_exact(&mut b8)?;
-        let mut s = SoftwareText::new(first_log2, blocks_log2);
-        s.found = u64::from_le_bytes(b8);
+        let mut s = read_header(r)?;
         let u = |c: &[u8], i: usize| {
             u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
         };
@@ -247,23 +320,59 @@ impl SoftwareText {
     }
 }
 
+/// The tables' sizes and `found` of a snapshot body, as empty counts of the default sizes.
+fn read_header(r: &mut impl Read) -> std::io::Result<SoftwareText> {
+    let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+    let mut b4 = [0u8; 4];
+    let mut b8 = [0u8; 8];
+    r.read_exact(&mut b4)?;
+    let first_log2 = u32::from_le_bytes(b4);
+    r.read_exact(&mut b4)?;
+    let blocks_log2 = u32::from_le_bytes(b4);
+    if (first_log2, blocks_log2) != (FIRST_LOG2, BLOCKS_LOG2) {
+        return Err(bad(format!(
+            "software-text tables of 2^{first_log2} and 2^{blocks_log2} slots, expected \
+             2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}"
+        )));
+    }
+    r.read_exact(&mut b8)?;
+    let mut s = SoftwareText::new(first_log2, blocks_log2);
+    s.found = u64::from_le_bytes(b8);
+    Ok(s)
+}
+
 /// The software-text snapshot, beside the database's files: written at a clean stop with the
 /// lists snapshot, read back on open under the same rules (the index's epoch, and no more
 /// documents than the index has).
 pub const SNAPSHOT: &str = "software.snapshot";
 
-const MAGIC: &[u8; 8] = b"NDSOFT1\0";
+/// Version 1: every slot of both tables (61 MiB whatever the index holds); read, not written.
+const MAGIC_V1: &[u8; 8] = b"NDSOFT1\0";
 
-/// Writes `s` to `path` (temporary file, fsync, rename). Layout (v1): the magic
-/// `NDSOFT1\0`, epoch u64 LE, next_doc u64 LE, [`SoftwareText::write_to`], CRC-32 of
-/// everything before it, u32 LE.
+/// Version 2: the taken slots only.
+const MAGIC: &[u8; 8] = b"NDSOFT2\0";
+
+/// Writes `s` to `path` (temporary file, fsync, rename). Layout (v2): the magic
+/// `NDSOFT2\0`, epoch u64 LE, next_doc u64 LE, [`SoftwareText::write_sparse`], CRC-32 of
+/// everything before it, u32 LE. (v1, `NDSOFT1\0`, held [`SoftwareText::write_to`]'s every
+/// slot instead: [`load`] reads both.)
 pub fn save(s: &SoftwareText, path: &std::path::Path, stamp: Stamp) -> std::io::Result<()> {
-    super::freq::write_snapshot(path, MAGIC, stamp, s.bytes(), |body| s.write_to(body))
+    super::freq::write_snapshot(path, MAGIC, stamp, 1 << 16, |body| s.write_sparse(body))
 }
 
-/// Reads a snapshot written by [`save`]; a damaged or foreign file is an error.
+/// Reads a snapshot written by [`save`] (or by a version that wrote v1); a damaged or
+/// foreign file is an error.
 pub fn load(path: &std::path::Path) -> std::io::Result<(SoftwareText, Stamp)> {
-    super::freq::read_snapshot(path, MAGIC, "software-text", |r| SoftwareText::read_from(r))
+    match super::freq::read_snapshot(path, MAGIC, "software-text", |r| {
+        SoftwareText::read_sparse(r)
+    }) {
+        Err(e) if e.to_string().contains("not a software-text snapshot") => {
+            super::freq::read_snapshot(path, MAGIC_V1, "software-text", |r| {
+                SoftwareText::read_from(r)
+            })
+        }
+        r => r,
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +460,18 @@ mod tests {
         let (back, st) = load(&path).unwrap();
         assert_eq!(st, stamp);
         assert_eq!(back, full);
+        // the taken slots only: a few kilobytes, not the tables' 64 MiB
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size < 64 << 10, "{size} bytes");
+        // a snapshot of the version before (every slot) is still read
+        let v1 = dir.path().join("v1.snapshot");
+        crate::index::freq::write_snapshot(&v1, MAGIC_V1, stamp, full.bytes(), |b| {
+            full.write_to(b)
+        })
+        .unwrap();
+        assert!(std::fs::metadata(&v1).unwrap().len() > 60 << 20);
+        let (back, st) = load(&v1).unwrap();
+        assert_eq!((back, st), (full.clone(), stamp));
         let mut bytes = std::fs::read(&path).unwrap();
         let n = bytes.len();
         bytes[n / 2] ^= 1;

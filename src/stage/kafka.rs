@@ -32,7 +32,19 @@ pub struct StageContext {
     /// Exactly-once: how a revocation waits for the records consumed before it.
     txn: Option<Arc<TxnSync>>,
     /// A decider with a standby: what an assignment means for it.
-    standby: Option<Arc<super::standby::Standby>>,
+    standby: Option<Arc<dyn OnAssign>>,
+}
+
+/// What an assignment means beyond the consumer itself: a decider with a standby keeps what
+/// it was assigned paused while it follows, and stops when, deciding, it got nothing. Called
+/// on the consumer's thread after each assignment, with a way to pause the partitions.
+pub trait OnAssign: Send + Sync {
+    /// `tpl` was assigned; `pause` pauses partitions of this consumer.
+    fn on_assign(
+        &self,
+        tpl: &TopicPartitionList,
+        pause: &dyn Fn(&TopicPartitionList) -> Result<(), KafkaError>,
+    );
 }
 
 /// Exactly-once: before partitions are revoked, every record consumed so far is answered and
@@ -105,7 +117,7 @@ impl StageContext {
 
     /// With a standby's state: an assignment while following is held paused until the
     /// take-over, and a deciding process that loses the signed topic stops.
-    pub fn with_standby(mut self, standby: Option<Arc<super::standby::Standby>>) -> StageContext {
+    pub fn with_standby(mut self, standby: Option<Arc<dyn OnAssign>>) -> StageContext {
         self.standby = standby;
         self
     }
@@ -227,7 +239,7 @@ impl ConsumerContext for StageContext {
                 metrics::counter!(tm::REBALANCES, "kind" => "assign").increment(1);
                 info!(partitions = tpl.count(), "partitions assigned");
                 if let Some(sb) = &self.standby {
-                    sb.on_assign(c, tpl);
+                    sb.on_assign(tpl, &|t| c.pause(t));
                 }
             }
             Rebalance::Revoke(_) => {}

@@ -469,7 +469,8 @@ async fn stage(
             "standby: the index is the changelog up to the offset it records"
         );
     }
-    let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(standby.clone());
+    let on_assign = standby.clone().map(|sb| -> Arc<dyn kafka::OnAssign> { sb });
+    let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(on_assign);
     let consumer: Arc<StageConsumer> =
         Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
     let committed: Arc<std::sync::Mutex<Committed>> = Arc::default();

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
@@ -59,23 +59,6 @@ impl Standby {
         }
     }
 
-    /// After an assignment (on the consumer's thread): a follower keeps the new partitions
-    /// paused and wakes the take-over; a deciding process that got nothing stops.
-    pub fn on_assign<C: ConsumerContext>(&self, c: &BaseConsumer<C>, tpl: &TopicPartitionList) {
-        if self.active.load(Ordering::Acquire) {
-            if tpl.count() == 0 {
-                warn!("standby: the signed topic went to the other decider; stopping (a restart follows the changelog)");
-                self.lost.store(true, Ordering::Release);
-                let _ = self.stop.send(true);
-            }
-        } else if tpl.count() > 0 {
-            if let Err(e) = c.pause(tpl) {
-                warn!(error = %e, "standby: cannot pause the assigned signed topic");
-            }
-            self.assigned.notify_one();
-        }
-    }
-
     /// The signed topic went away during a take-over: the stage stops.
     pub fn lose(&self) {
         self.lost.store(true, Ordering::Release);
@@ -100,6 +83,29 @@ impl Standby {
 
 /// How often a follower writes out its index and the changelog offset it reached.
 const FOLLOW_FLUSH: Duration = Duration::from_secs(1);
+
+impl kafka::OnAssign for Standby {
+    /// After an assignment (on the consumer's thread): a follower keeps the new partitions
+    /// paused and wakes the take-over; a deciding process that got nothing stops.
+    fn on_assign(
+        &self,
+        tpl: &TopicPartitionList,
+        pause: &dyn Fn(&TopicPartitionList) -> Result<(), KafkaError>,
+    ) {
+        if self.active.load(Ordering::Acquire) {
+            if tpl.count() == 0 {
+                warn!("standby: the signed topic went to the other decider; stopping (a restart follows the changelog)");
+                self.lost.store(true, Ordering::Release);
+                let _ = self.stop.send(true);
+            }
+        } else if tpl.count() > 0 {
+            if let Err(e) = pause(tpl) {
+                warn!(error = %e, "standby: cannot pause the assigned signed topic");
+            }
+            self.assigned.notify_one();
+        }
+    }
+}
 
 /// What following did.
 #[derive(Debug, Default)]

@@ -25,6 +25,10 @@ use crate::index::store::IndexParamError;
 pub const MAX_RH: u32 = 8;
 /// Largest supported number of blocks.
 pub const MAX_M: u32 = 16;
+/// Bits of a table's bucket address in the fingerprint tables ([`super::fptables`]): 65,536
+/// buckets a table. The default number of blocks gives every table a prefix at least this
+/// long ([`AlgG::default_m`]).
+pub const DIR_BITS: u32 = 16;
 
 /// One block moved by a table permutation.
 #[derive(Debug, Clone, Copy)]
@@ -129,16 +133,15 @@ impl AlgG {
     }
 
     /// The number of blocks when the index's settings leave it at 0: the fewest whose every
-    /// table's exact prefix is at least [`super::fptables::DIR_BITS`] (16) bits, so that a
+    /// table's exact prefix is at least [`DIR_BITS`] (16) bits, so that a
     /// probe addresses a whole bucket directory ([`super::fptables`]): 1 for `rh = 0` (one
     /// table of the whole fingerprint), 2 for 1, 4 for 3 (four tables of a 16-bit block, where
     /// Manku et al.'s 20 tables of 31–33 bits suit 2^34 pages), 8 for 6, 11 for 8.
     pub fn default_m(rh: u32) -> u32 {
         (rh + 1..=MAX_M)
             .find(|&m| {
-                AlgG::new(m, rh).is_ok_and(|g| {
-                    (0..g.tables()).all(|t| g.prefix_bits(t) >= super::fptables::DIR_BITS)
-                })
+                AlgG::new(m, rh)
+                    .is_ok_and(|g| (0..g.tables()).all(|t| g.prefix_bits(t) >= DIR_BITS))
             })
             .unwrap_or(MAX_M)
     }

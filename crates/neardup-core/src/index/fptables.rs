@@ -47,8 +47,8 @@ pub fn encode(fp: &[u64]) -> Vec<u8> {
     fp.iter().flat_map(|w| w.to_be_bytes()).collect()
 }
 
-/// Bits of a table's bucket address: 65,536 buckets a table.
-pub const DIR_BITS: u32 = 16;
+/// Bits of a table's bucket address (defined with the tables' prefixes, [`super::alg_g`]).
+pub use super::alg_g::DIR_BITS;
 /// Slots of one chunk of the shared arrays.
 pub const CHUNK: usize = 1 << 16;
 /// Largest number of fingerprints the tables hold (slots are 32-bit).

@@ -649,20 +649,26 @@ def circles(edges):
 
 
 def check(src):
-    """(circles, imports, warnings) of the crates whose roots are in `src`."""
-    edges, warnings = {}, []
+    """The circles of the crates whose roots are in `src` (each crate on its own).
+
+    Returns ([(modules of a component, [circle, ...], the crate's imports)], warnings).
+    """
+    found, seen, warnings = [], set(), []
     for root in crate_roots(src):
         crate = Crate(root)
         warnings += crate.warnings
-        for key, value in crate.imports().items():
-            if key not in edges or value[0] < edges[key][0]:
-                edges[key] = value
-    return circles(edges), edges, warnings
+        edges = crate.imports()
+        for comp, cycles in circles(edges):
+            cycles = [c for c in cycles if c not in seen]
+            seen.update(cycles)
+            if cycles:
+                found.append((comp, cycles, edges))
+    return found, warnings
 
 
 def report(src, label, shown_from):
     """Prints the circles of the crate(s) in `src`; returns their number."""
-    comps, edges, warnings = check(src)
+    comps, warnings = check(src)
     for path, line, name in warnings:
         print(f"warning: {os.path.relpath(path, shown_from)}:{line}: no file for module `{name}`",
               file=sys.stderr)
@@ -671,7 +677,7 @@ def report(src, label, shown_from):
         return os.path.relpath(f, src)
 
     count = 0
-    for comp, cycles in comps:
+    for comp, cycles, edges in comps:
         if len(cycles) > 1:
             print(
                 f"{len(cycles)} import circles among {len(comp)} modules of {label}: "
@@ -820,13 +826,14 @@ def self_test():
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
-        comps, edges, warnings = check(src)
+        comps, warnings = check(src)
+        crate = Crate(os.path.join(src, "lib.rs"))
 
         def rel(f):
             return os.path.relpath(f, src).replace(os.sep, "/")
 
-        found = sorted(tuple(rel(f) for f in c) for _, cs in comps for c in cs)
-        imports = {(rel(a), rel(b)): (v[0], v[1]) for (a, b), v in edges.items()}
+        found = sorted(tuple(rel(f) for f in c) for _, cs, _ in comps for c in cs)
+        imports = {(rel(a), rel(b)): (v[0], v[1]) for (a, b), v in crate.imports().items()}
         problems = []
         if warnings:
             problems.append(f"warnings: {warnings}")
@@ -883,7 +890,10 @@ def main():
             parser.error(f"{src}: no crate root (lib.rs, main.rs or bin/*.rs)")
     found = 0
     for src in srcs:
-        found += report(src, os.path.relpath(src, root), root)
+        # paths as from the repository's root, or from here for a crate elsewhere
+        inside = os.path.abspath(src).startswith(root + os.sep)
+        shown_from = root if inside else os.getcwd()
+        found += report(src, os.path.relpath(src, shown_from), shown_from)
     if found:
         print(f"{found} import circle(s) between the modules of {len(srcs)} crate(s)",
               file=sys.stderr)

@@ -21,10 +21,14 @@ modules re-exported under this crate's names); test code, that is `#[cfg(test)]`
 `#[cfg(test)]` items. Each crate is checked on its own.
 
 Each circle is printed with its modules in order and, for each import, the first line that
-makes it (`file:line: text`). Exit status: 1 when there is a circle, 0 when there is none,
-2 on a usage error.
+makes it (`file:line: text`). The circles that stand today are listed, one a line as the
+report names them, in scripts/module-circles.known (read when no SRC_DIR is given, or
+with --known): a circle not in the list fails, and so does a listed circle that is gone,
+so the list only shrinks. Exit status: 1 when there is a circle not listed (or a listed
+one gone), 0 otherwise, 2 on a usage error.
 
 Usage: check-module-cycles.py [SRC_DIR ...]   (default: the three crates' src/)
+       check-module-cycles.py --known FILE    (circles that stand, to be broken)
        check-module-cycles.py --self-test     (the checker on a small crate tree of its own)
 """
 
@@ -666,8 +670,9 @@ def check(src):
     return found, warnings
 
 
-def report(src, label, shown_from):
-    """Prints the circles of the crate(s) in `src`; returns their number."""
+def report(src, label, shown_from, known=frozenset()):
+    """Prints the circles of the crate(s) in `src` that are not in `known`; returns every
+    circle found, each as `LABEL: a.rs -> b.rs -> a.rs` (the form of the known list)."""
     comps, warnings = check(src)
     for path, line, name in warnings:
         print(f"warning: {os.path.relpath(path, shown_from)}:{line}: no file for module `{name}`",
@@ -676,17 +681,19 @@ def report(src, label, shown_from):
     def mod(f):
         return os.path.relpath(f, src)
 
-    count = 0
+    found = []
     for comp, cycles, edges in comps:
-        if len(cycles) > 1:
+        rings = [list(c) + [c[0]] for c in cycles]
+        names = [f"{label}: " + " -> ".join(mod(f) for f in r) for r in rings]
+        found.extend(names)
+        new = [(r, n) for r, n in zip(rings, names) if n not in known]
+        if len(new) > 1:
             print(
-                f"{len(cycles)} import circles among {len(comp)} modules of {label}: "
+                f"{len(new)} import circles among {len(comp)} modules of {label}: "
                 + ", ".join(mod(f) for f in comp),
                 file=sys.stderr,
             )
-        for cycle in cycles:
-            count += 1
-            ring = list(cycle) + [cycle[0]]
+        for ring, _ in new:
             print(
                 f"import circle in {label}: " + " -> ".join(mod(f) for f in ring),
                 file=sys.stderr,
@@ -696,7 +703,14 @@ def report(src, label, shown_from):
                 text = source.line_texts[line - 1].strip()
                 print(f"  {mod(a)} -> {mod(b)} by {shown}", file=sys.stderr)
                 print(f"    {os.path.relpath(a, shown_from)}:{line}: {text}", file=sys.stderr)
-    return count
+    return found
+
+
+def read_known(path):
+    """The circles listed in `path` (one a line, `#` comments), as a set."""
+    with open(path, encoding="utf-8") as f:
+        lines = (line.split("#", 1)[0].strip() for line in f)
+        return {line for line in lines if line}
 
 
 # The self-test's crate: file -> text. Circles: a/b (`use`, an alias), c/d (paths in a
@@ -851,7 +865,7 @@ def self_test():
                 problems.append(f"import {a} -> {b} found, expected none")
         out = io.StringIO()
         with contextlib.redirect_stderr(out):
-            shown = report(src, "src", tmp)
+            shown = len(report(src, "src", tmp))
         for c in SELF_TEST_CIRCLES:
             ring = " -> ".join(c + c[:1])
             if f"import circle in src: {ring}\n" not in out.getvalue():
@@ -875,6 +889,10 @@ def main():
     parser.add_argument("src", nargs="*", metavar="SRC_DIR", help="a crate's src/ directory")
     parser.add_argument("--self-test", action="store_true",
                         help="check the checker on a small crate tree of its own")
+    parser.add_argument("--known", metavar="FILE",
+                        help="circles that stand and are to be broken, one a line as the report "
+                             "names them (default, without SRC_DIR: scripts/module-circles.known); "
+                             "a circle not listed fails, and so does a listed one that is gone")
     args = parser.parse_args()
     if args.self_test:
         if args.src:
@@ -888,17 +906,29 @@ def main():
     for src in srcs:
         if not crate_roots(src):
             parser.error(f"{src}: no crate root (lib.rs, main.rs or bin/*.rs)")
-    found = 0
+    known_path = args.known or (None if args.src else os.path.join(here, "module-circles.known"))
+    known = read_known(known_path) if known_path else set()
+    found = []
     for src in srcs:
         # paths as from the repository's root, or from here for a crate elsewhere
         inside = os.path.abspath(src).startswith(root + os.sep)
         shown_from = root if inside else os.getcwd()
-        found += report(src, os.path.relpath(src, shown_from), shown_from)
-    if found:
-        print(f"{found} import circle(s) between the modules of {len(srcs)} crate(s)",
+        found += report(src, os.path.relpath(src, shown_from), shown_from, known)
+    new = [c for c in found if c not in known]
+    gone = sorted(known - set(found))
+    for c in gone:
+        print(f"no longer a circle: {c} (take it out of {known_path})", file=sys.stderr)
+    if new:
+        print(f"{len(new)} import circle(s) between the modules of {len(srcs)} crate(s)"
+              + (f", not among the {len(known)} of {known_path}" if known else ""),
               file=sys.stderr)
+    if new or gone:
         sys.exit(1)
-    print(f"no import circle between the modules of {len(srcs)} crate(s)")
+    if known:
+        print(f"no import circle between the modules of {len(srcs)} crate(s) but the "
+              f"{len(known)} listed in {os.path.relpath(known_path)}, which remain to be broken")
+    else:
+        print(f"no import circle between the modules of {len(srcs)} crate(s)")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,16 @@ use anyhow::{anyhow, Context, Result};
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use super::produce::Committed;
-use super::{
-    now_secs, observe, position_bytes, Extra, Job, Outbound, StageSettings, HEADER_CANONICAL,
+use super::flow::{
+    observe, position_bytes, Extra, Inbound, Job, Outbound, PrepOutput, HEADER_CANONICAL,
     HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
 };
+use super::produce::Committed;
+use super::settings::StageSettings;
 use crate::dedup::{Deduplicator, PageRef, WAL_BATCH};
 use crate::index::{DecisionKind, Index};
 use crate::prepare::Prepared;
+use crate::record::now_secs;
 use crate::record::{self, changelog, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry as tm;
 
@@ -45,7 +47,7 @@ pub(super) fn max_output_bytes(s: &StageSettings) -> usize {
 
 /// A job's page, prepared on the pool.
 pub(super) struct Taken {
-    pub(super) inbound: super::Inbound,
+    pub(super) inbound: Inbound,
     pub(super) page: crate::record::ValidPage,
     pub(super) signed: crate::signature::Signed,
     /// The page has its text.
@@ -62,7 +64,7 @@ pub(super) fn take(
     max_out: usize,
     counts: &mut Counts,
 ) -> Result<Result<Taken, Outbound>> {
-    let super::PrepOutput {
+    let PrepOutput {
         payload,
         prepared,
         times,
@@ -117,7 +119,7 @@ fn page_or_bad(
 
 /// The dead letter of a consumed record that cannot be processed.
 pub(super) fn dead_letter(
-    inbound: super::Inbound,
+    inbound: Inbound,
     bad: &BadRecord,
     payload: &[u8],
     dead_t: &Arc<str>,

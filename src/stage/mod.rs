@@ -30,6 +30,7 @@
 
 mod changelog;
 mod decide;
+mod flow;
 pub mod kafka;
 mod membership;
 mod open;
@@ -42,228 +43,34 @@ mod watchdog;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, Producer};
-use serde::Serialize;
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tracing::{error, info, warn};
 
 pub use crate::config::Role;
 use crate::http::{AppState, ServiceSlot};
 use crate::prepare::{prepare, PrepareTimes, Prepared};
-use crate::record::now_secs;
 use crate::record::signed::{signature_id, SignedRecord};
 use crate::telemetry::{self as tm, Health};
 pub use settings::{Membership, Mode, StageSettings, Start};
 
 use crate::config::Guarantee;
 use decide::{decide_loop, Counts};
+use flow::{
+    parse_position, since_ms, Generation, InFlight, Inbound, Job, Outbound, PrepOutput, HEAD_BYTES,
+};
+pub use flow::{
+    HopTimes, StageSummary, HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
+};
 use kafka::{StageConsumer, StageContext};
 use open::{open_decider, remove_scratch};
 use produce::{produce_loop, Committed, Transactions};
-
-/// Header with the decision (`unique`, `duplicate`, `skipped`) or `dead_letter`.
-pub const HEADER_DECISION: &str = "neardup-decision";
-/// Header with the canonical document id (duplicates).
-pub const HEADER_CANONICAL: &str = "neardup-canonical-id";
-/// Header with the schema of the value.
-pub const HEADER_SCHEMA: &str = "neardup-schema";
-/// Header with the dead letter's reason.
-pub const HEADER_REASON: &str = "neardup-reason";
-
-/// What a run or replay did (printed as JSON by `neardup replay`).
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct StageSummary {
-    /// `run` or `replay`.
-    pub mode: String,
-    /// Records consumed.
-    pub records: u64,
-    /// Unique pages.
-    pub unique: u64,
-    /// Duplicates.
-    pub duplicate: u64,
-    /// Skipped pages.
-    pub skipped: u64,
-    /// Dead letters.
-    pub dead_letter: u64,
-    /// Signed records written (the signer role).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub signed: u64,
-    /// Index documents restored from the changelog before consuming.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub restored: u64,
-    /// Records whose id was decided before.
-    pub repeated: u64,
-    /// Outputs acknowledged (0 in a dry run).
-    pub produced: u64,
-    /// Index entries removed by the retention window.
-    pub expired: u64,
-    /// Decided and counted only.
-    pub dry_run: bool,
-    /// Why the run ended: end (replay bounds reached), signal, error.
-    pub stopped_by: String,
-    /// Replay: per `topic:partition`, the first offset and the end offset seen at start.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub partitions: BTreeMap<String, (i64, i64)>,
-    /// Wall time.
-    pub seconds: f64,
-    /// Records per second.
-    pub records_per_second: f64,
-    /// Median time from consuming a record to its output being acknowledged, ms.
-    pub latency_p50_ms: f64,
-    /// 99th percentile of that time, ms.
-    pub latency_p99_ms: f64,
-    /// Longest such time, ms.
-    pub latency_max_ms: f64,
-    /// Where the time went, per hop: record (consumed → acknowledged), broker (the input
-    /// record's timestamp → consumed), decide (consumed → decided or signed; cut in queue,
-    /// prepare and in_order: waiting for a pool thread, its work, then waiting for the
-    /// records before and deciding), produce
-    /// (decided → acknowledged), end_to_end (the input record's timestamp → acknowledged;
-    /// for a decider, the timestamp of the page its signer read).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub hops: BTreeMap<String, HopTimes>,
-}
-
-/// Quantiles of one hop's time.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct HopTimes {
-    /// Median, ms.
-    pub p50_ms: f64,
-    /// 99th percentile, ms.
-    pub p99_ms: f64,
-    /// Longest, ms.
-    pub max_ms: f64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// A consumed record on its way through the stage.
-struct Inbound {
-    topic: Arc<str>,
-    partition: i32,
-    offset: i64,
-    key: Option<Vec<u8>>,
-    timestamp_ms: Option<i64>,
-    consumed: Instant,
-    /// Time from the record's timestamp to its consumption (the broker's share).
-    broker_wait: Option<Duration>,
-    /// The first bytes of the record (for a dead letter if its output is refused).
-    head: Vec<u8>,
-    /// The record's size.
-    len: usize,
-    /// When a pool thread started preparing it and when it was done (decode, strip, sign;
-    /// or decode a signed record).
-    prepared: Option<(Instant, Instant)>,
-    /// Exactly-once: the group generation it was consumed in.
-    generation: Option<Generation>,
-    _permit: InFlight,
-}
-
-/// Exactly-once: a group generation as this process saw it (a number it gives each
-/// assignment and revocation, and the group's metadata then, which an input offset is
-/// committed with).
-#[derive(Clone)]
-struct Generation {
-    epoch: u64,
-    metadata: Option<Arc<rdkafka::consumer::ConsumerGroupMetadata>>,
-}
-
-/// Exactly-once: a decision's input position as the index keeps it in its marks
-/// ([`crate::index::Index::mark_pending`]): the topic, a zero byte, the partition and the
-/// offset (big-endian).
-fn position_bytes(topic: &str, partition: i32, offset: i64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(topic.len() + 13);
-    b.extend_from_slice(topic.as_bytes());
-    b.push(0);
-    b.extend_from_slice(&partition.to_be_bytes());
-    b.extend_from_slice(&offset.to_be_bytes());
-    b
-}
-
-/// The topic, partition and offset of [`position_bytes`].
-fn parse_position(b: &[u8]) -> Option<(&str, i32, i64)> {
-    let n = b.len().checked_sub(13)?;
-    if b[n] != 0 {
-        return None;
-    }
-    let topic = std::str::from_utf8(&b[..n]).ok()?;
-    let partition = i32::from_be_bytes(b[n + 1..n + 5].try_into().ok()?);
-    let offset = i64::from_be_bytes(b[n + 5..].try_into().ok()?);
-    Some((topic, partition, offset))
-}
-
-/// A record's place in the `max-in-flight` bound; `neardup_in_flight_records` counts the
-/// places taken, up when a record is consumed and down when its output is acknowledged
-/// (or it is dropped).
-struct InFlight(#[allow(dead_code)] OwnedSemaphorePermit);
-
-impl InFlight {
-    fn new(permit: OwnedSemaphorePermit) -> InFlight {
-        metrics::gauge!(tm::IN_FLIGHT).increment(1.0);
-        InFlight(permit)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        metrics::gauge!(tm::IN_FLIGHT).decrement(1.0);
-    }
-}
-
-/// Bytes of the original kept for a dead letter written when an output is refused.
-const HEAD_BYTES: usize = 64 * 1024;
-
-/// A record decoded (and signed) on the pool.
-struct PrepOutput {
-    /// The record's bytes.
-    payload: Vec<u8>,
-    /// The page, or why there is none.
-    prepared: Prepared,
-    /// Where the time went.
-    times: PrepareTimes,
-    /// The page has its text (a signed record may come without it).
-    has_text: bool,
-    /// The input record's timestamp, ms (a signed record carries its input's).
-    origin_ms: Option<i64>,
-    /// When a pool thread started on the record and when it was done.
-    ran: (Instant, Instant),
-}
-
-struct Job {
-    inbound: Inbound,
-    prepared: oneshot::Receiver<PrepOutput>,
-}
-
-/// An output record.
-struct Outbound {
-    inbound: Inbound,
-    topic: Arc<str>,
-    payload: Vec<u8>,
-    headers: Vec<(&'static str, String)>,
-    label: &'static str,
-    /// Records produced with it, before it (the changelog records of its index mutations):
-    /// the input offset is stored once all of them are acknowledged too.
-    extra: Vec<Extra>,
-    /// When it was decided (or signed).
-    decided: Instant,
-    /// The input record's timestamp, ms, for the end-to-end time.
-    origin_ms: Option<i64>,
-}
-
-/// A record produced along with an output: key and value (`None`: a tombstone).
-struct Extra {
-    topic: Arc<str>,
-    key: Vec<u8>,
-    payload: Option<Vec<u8>>,
-}
 
 /// Runs the stage until `shutdown` is triggered (run) or until the replay bounds are reached
 /// (replay); on a stop it drains what is in flight and returns.
@@ -315,16 +122,6 @@ fn decode_signed(
         origin_ms,
         ran: (started, Instant::now()),
     }
-}
-
-/// Time since a Unix timestamp in ms (none for a timestamp in the future or absent).
-fn since_ms(ms: Option<i64>) -> Option<Duration> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_millis() as i64;
-    let d = now - ms?;
-    (d >= 0).then(|| Duration::from_millis(d as u64))
 }
 
 async fn run_async(s: StageSettings) -> Result<StageSummary> {
@@ -1177,10 +974,6 @@ fn bounded<T: Send + 'static>(
         })
         .ok()?;
     rx.recv_timeout(wait).ok()
-}
-
-fn observe(stage: &'static str, d: Duration) {
-    metrics::histogram!(tm::STAGE_SECONDS, "stage" => stage).record(d.as_secs_f64());
 }
 
 #[cfg(test)]

@@ -9,10 +9,14 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use tracing::{info, warn};
 
-use super::{changelog, now_secs, Role, StageSettings, StageSummary};
+use super::changelog;
+use super::flow::StageSummary;
+use super::settings::StageSettings;
+use crate::config::Role;
 use crate::dedup::Deduplicator;
 use crate::http::ServiceSlot;
 use crate::index::{Index, IndexError};
+use crate::record::now_secs;
 use crate::serving::Service;
 use crate::telemetry::Health;
 

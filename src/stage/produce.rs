@@ -17,8 +17,10 @@ use tokio::sync::mpsc;
 use tracing::{error, warn};
 
 use super::changelog;
+use super::flow::{
+    observe, since_ms, Generation, Outbound, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
+};
 use super::kafka::{self, StageConsumer, StageContext};
-use super::{observe, Outbound, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry::{self as tm, Health};
 
@@ -270,7 +272,7 @@ async fn produce_inner(
     let mut acked = 0u64;
     // the group generation the open transaction's records were consumed in, and a record of
     // a later one, held until the transaction is committed
-    let mut txn_group: Option<super::Generation> = None;
+    let mut txn_group: Option<Generation> = None;
     let mut held: Option<Outbound> = None;
     loop {
         if let (Some(t), Some(p), true) = (&txn, &producer, pending.is_empty()) {
@@ -368,7 +370,7 @@ async fn produce_inner(
                         hop("in_order", &mut lat.in_order, d(done, ob.decided));
                     }
                     hop("produce", &mut lat.produce, Some(ob.decided.elapsed().as_secs_f64()));
-                    hop("end_to_end", &mut lat.end_to_end, super::since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
+                    hop("end_to_end", &mut lat.end_to_end, since_ms(ob.origin_ms).map(|d| d.as_secs_f64()));
                     let label = if ob.label == "output_too_large" { "dead_letter" } else { ob.label };
                     metrics::counter!(tm::RECORDS_OUT, "topic" => ob.topic.to_string(), "decision" => label)
                         .increment(1);
@@ -478,7 +480,7 @@ async fn produce_inner(
 async fn commit(
     t: &Transactions,
     p: &FutureProducer<StageContext>,
-    group: Option<&super::Generation>,
+    group: Option<&Generation>,
     positions: &mut Positions,
     changelog_next: Option<i64>,
 ) -> Result<()> {

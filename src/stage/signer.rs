@@ -8,7 +8,8 @@ use anyhow::Result;
 use tokio::sync::mpsc;
 
 use super::decide::{max_output_bytes, take, Counts, Taken};
-use super::{Job, Outbound, StageSettings, HEADER_SCHEMA};
+use super::flow::{Job, Outbound, HEADER_SCHEMA};
+use super::settings::StageSettings;
 use crate::record::signed::{signature_id, Consumed, SignedRecord, SIGNED_SCHEMA};
 
 pub(super) fn sign_loop(

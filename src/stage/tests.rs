@@ -8,10 +8,11 @@ use std::time::Instant;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::decide::{decide_loop, Counts};
+use super::flow::{InFlight, Inbound, Job, Outbound, PrepOutput};
+use super::flow::{HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON};
 use super::kafka::{self, StageContext};
 use super::produce::{produce_loop, Committed};
-use super::{InFlight, Inbound, Job, Mode, Outbound, PrepOutput, StageSettings};
-use super::{HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON};
+use super::{Mode, StageSettings};
 use crate::config::{Config, FileConfig, KafkaOptions, Options, Role, StageOptions};
 use crate::dedup::Deduplicator;
 use crate::index::Index;

@@ -897,9 +897,14 @@ pub fn page_json(id: &str, url: &str, html: &str) -> Vec<u8> {
 /// Synthetic stream: `stories` stories × 3 copies (three templates, the last edited). Each
 /// story's copies go to one partition (`story % partitions`), in order.
 pub fn synthetic(stories: u64, partitions: i32) -> Vec<Input> {
+    synthetic_range(0, stories, partitions)
+}
+
+/// [`synthetic`] for the stories numbered `from` to `to` (excluded).
+pub fn synthetic_range(from: u64, to: u64, partitions: i32) -> Vec<Input> {
     let mut v = Vec::new();
     for copy in 0..3u64 {
-        for s in 0..stories {
+        for s in from..to {
             let id = format!("s{s:05}-c{copy}");
             let url = format!("https://site{copy}.test/story/{s}");
             let html = story_page(s, copy, copy == 2);

@@ -155,12 +155,22 @@ fn wait_answered(b: &Broker, ids: &BTreeSet<String>, timeout: Duration, what: &s
     }
 }
 
-/// The index directory opens after a kill (when the stage got far enough to create it).
+/// The index directory opens after a kill (when the stage got far enough to create it). A
+/// kill while the index was being created can leave the database's files with no index in
+/// them yet (its format and parameters are written together, after the files exist): the
+/// command says so, and the next start creates the index there (the test starts the stage
+/// again on it).
 fn index_opens(index: &Path, after: &str) {
     if index.join("CURRENT").exists() {
-        output_ok(
-            neardup().args(["index", "stats", "--index"]).arg(index),
-            &format!("the index does not open after {after}"),
+        let out = neardup()
+            .args(["index", "stats", "--index"])
+            .arg(index)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() || err.contains("no neardup index here (no stored parameters)"),
+            "the index does not open after {after}: {err}"
         );
     }
 }

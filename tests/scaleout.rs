@@ -95,6 +95,14 @@ fn decided_order(b: &Broker, inputs: &[Input]) -> Vec<Input> {
     order
 }
 
+/// The id of a page record of the input.
+fn input_id(r: &Input) -> String {
+    serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// Every changelog record follows its schema; returns the ids it stores, in order.
 fn changelog_ids(b: &Broker) -> Vec<String> {
     let schema = validator("changelog.v1.schema.json");
@@ -186,15 +194,7 @@ fn two_signers_and_a_decider_decide_as_file_mode_over_the_decided_order() {
 
     // every decided page is in the changelog, in the decided order
     let logged = changelog_ids(&b);
-    let order_ids: Vec<String> = order
-        .iter()
-        .map(|r| {
-            serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let order_ids: Vec<String> = order.iter().map(input_id).collect();
     assert_eq!(logged, order_ids);
 
     // a restore cut short leaves its marker: the next start throws the partial index away
@@ -345,7 +345,7 @@ fn a_page_cap_removes_the_oldest_pages_through_the_changelog_as_file_mode_does()
         Stage::start(&b, &index, &dir.path().join(log), &args)
     };
     let sa = signer(&b, dir.path(), "signer-a");
-    let d = decider("decider-1.log");
+    let mut d = decider("decider-1.log");
     for s in [&sa, &d] {
         s.wait_ready(Duration::from_secs(60));
     }
@@ -382,11 +382,7 @@ fn a_page_cap_removes_the_oldest_pages_through_the_changelog_as_file_mode_does()
     let new_again = order[10_000..]
         .iter()
         .filter(|r| {
-            let id = serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()
-                ["id"]
-                .as_str()
-                .unwrap()
-                .to_string();
+            let id = input_id(r);
             got[&id].0 == "unique" && !id.ends_with("-c0")
         })
         .count();
@@ -402,20 +398,11 @@ fn a_page_cap_removes_the_oldest_pages_through_the_changelog_as_file_mode_does()
         .filter(|o| o.value.is_empty())
         .map(|o| o.key.clone().unwrap())
         .collect();
-    let oldest: Vec<String> = order[..5_250]
-        .iter()
-        .map(|r| {
-            serde_json::from_slice::<serde_json::Value>(r.2.as_ref().unwrap()).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let oldest: Vec<String> = order[..5_250].iter().map(input_id).collect();
     assert_eq!(tombstones, oldest);
 
     // a lost volume: the restored index holds the 5,250 pages that stayed
     d.signal("TERM");
-    let mut d = d;
     assert_eq!(d.wait(Duration::from_secs(60)), Some(0));
     std::fs::remove_dir_all(&index).unwrap();
     let d2 = decider("decider-2.log");

@@ -122,14 +122,16 @@ pub struct SignatureOptions {
     /// [default: 64]
     #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
     pub sentence_sample: Option<u32>,
-    /// Revision of the text rules: 6 (a page carries its short blocks, and those that are
-    /// template text of 3 hosts are software text, left out of matching), 5 (a page carries
+    /// Revision of the text rules: 7 (two pages of one host signed on the same text that
+    /// show less than half of the same blocks are kept apart), 6 (a page carries its short
+    /// blocks, and those that are template text of 3 hosts are software text, left out of
+    /// matching), 5 (a page carries
     /// the identity of its whole visible text; two pages of one identity are never kept
     /// apart), 4 (a container named a dialog that
     /// is not rendered counts against the main region), 3 (ARIA roles are container hints; a
     /// short page matches across hosts only), 2 (link scopes of the HTML tree rules, pages in
     /// other languages signed in their language) or 1 (as indexes made before them, which
-    /// read as 1) [default: 6]
+    /// read as 1) [default: 7]
     #[arg(long, env = "NEARDUP_TEXT_RULES")]
     pub text_rules: Option<u32>,
 }

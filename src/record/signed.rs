@@ -70,7 +70,8 @@ pub struct SignedRecord {
     /// The hash of the page's title, hex (text rules 5 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Hashes of the page's short blocks, ascending (text rules 6 and later;
+    /// Hashes of the page's short blocks, ascending (text rules 6 and later; its long
+    /// blocks too, tagged by bit 0, with 7 and later;
     /// [`crate::signature::software`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<u32>,

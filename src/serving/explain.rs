@@ -93,7 +93,8 @@ pub struct PairExplanation {
     /// methods' `matches` are by similarity alone): `same-template`, the later page is
     /// short (signed by its word shingles or whole) and laid out in the earlier one's
     /// template; `same-host`, one of them is short and both are of one host (text rules 3
-    /// and later). Absent when neither holds. Only a unique page keeps its template
+    /// and later); `other-text`, both are of one host and show less than half of the same
+    /// blocks (text rules 7 and later). Absent when none holds. Only a unique page keeps its template
     /// sample, so when the later page is a duplicate only the earlier page's sample is
     /// known: `same-host` is then said when the earlier page is short, and `same-template`
     /// not at all. Never said of two pages of one identity (the same whole visible text,
@@ -219,7 +220,10 @@ impl Service {
                             identity: later.identity,
                             title: later.title,
                             sigs: Some(&later.sigs),
-                        };
+                            blocks: &later.blocks,
+                            host: None,
+                        }
+                        .on_host(params.signature.host_text().then_some(&*later.url));
                         kept_apart(&later.template, keys, earlier, &mut || {
                             hosts.then(|| host_hash(&later.url))
                         })

@@ -268,3 +268,56 @@ fn explain_says_when_a_pair_is_kept_apart() {
     let x = service.explain("o1", None, &Texts::default()).unwrap();
     assert_eq!(x.compared.unwrap().kept_apart, None);
 }
+
+#[test]
+fn explain_says_when_two_pages_of_one_host_were_signed_on_its_template() {
+    use crate::dedup::KeptApart;
+    use crate::signature::{Family, ShortBlocks, Signatures, Signed, TEXT_RULES};
+    // one signature set and one title (a blog's box and its name); the posts differ: of each
+    // page's five blocks only the box (a long block, bit 0 set) is the other's too
+    let post = |k: u32| Signed {
+        text: crate::text::Stripped::default(),
+        sigs: Signatures::from_hashes((1..=40).map(|i| i * 7919).collect()),
+        fingerprint: vec![0x5eed],
+        tokens: 400,
+        family: Family::Spotsigs,
+        template: Vec::new(),
+        identity: Some(u64::from(k)),
+        title: Some(77),
+        short: ShortBlocks {
+            blocks: [1001]
+                .into_iter()
+                .chain((0..4).map(|i| (k * 100 + i) * 2))
+                .collect::<std::collections::BTreeSet<u32>>()
+                .into_iter()
+                .collect(),
+            sigs: Vec::new(),
+        },
+    };
+    for (text_rules, apart) in [(TEXT_RULES, true), (6, false)] {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut dd = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        for (id, k) in [("a", 1), ("b", 2)] {
+            let page = PageRef {
+                id,
+                url: &format!("https://blog.example/{id}"),
+                first_seen: 1,
+            };
+            dd.decide(page, &post(k)).unwrap();
+        }
+        let b = dd.index().find_id("b").unwrap().unwrap();
+        assert_eq!(
+            b.decision.canonical_id.as_deref(),
+            (!apart).then_some("a"),
+            "{text_rules}"
+        );
+        let service = Service::new(dd.index().reader(), Limits::default()).unwrap();
+        let x = service.explain("b", Some("a"), &Texts::default()).unwrap();
+        assert_eq!(
+            x.compared.unwrap().kept_apart,
+            apart.then_some(KeptApart::OtherText),
+            "{text_rules}"
+        );
+    }
+}

@@ -126,7 +126,7 @@ impl Deduplicator {
         } else if q.set_len() < min_signatures {
             // text, but too little of its own to match on: judged, matches only a page it
             // is one page with
-            self.identical_copy(signed, [matched, q])?
+            self.identical_copy(signed, [matched, q], page.url)?
         } else {
             // with text rules 3 and later, short pages are matched across hosts only
             let url = (self.index.params().signature)
@@ -195,8 +195,9 @@ impl Deduplicator {
         &mut self,
         signed: &Signed,
         also: [&Signatures; 2],
+        url: &str,
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let keys = Keys::of(signed);
+        let keys = Keys::of(signed).on_host(self.host_url(url));
         if keys.identity.is_none() {
             return Ok(None);
         }
@@ -246,6 +247,12 @@ impl Deduplicator {
         Ok(best)
     }
 
+    /// `url` when pages of one host are compared on all their blocks (text rules 7 and
+    /// later: [`Keys::on_host`]).
+    fn host_url<'u>(&self, url: &'u str) -> Option<&'u str> {
+        self.index.params().signature.host_text().then_some(url)
+    }
+
     /// The best candidate reaching τ: highest similarity, then the earliest document. Both
     /// sides are compared on their informative signatures. Pairs [`kept_apart`] are not
     /// matched: a short page (one with a template sample) with a page of its own template,
@@ -258,8 +265,8 @@ impl Deduplicator {
         url: Option<&str>,
         cands: &[Candidate],
     ) -> Result<Option<(DocRecord, f64, Candidate)>, IndexError> {
-        let mut rule =
-            PairRule::new(&self.index, q, &signed.template, url).with_keys(Keys::of(signed));
+        let keys = Keys::of(signed).on_host(url.and_then(|u| self.host_url(u)));
+        let mut rule = PairRule::new(&self.index, q, &signed.template, url).with_keys(keys);
         let mut best: Option<(DocRecord, f64, Candidate)> = None;
         for c in cands {
             let Some(doc) = self.index.doc(c.doc)? else {
@@ -421,11 +428,15 @@ pub enum KeptApart {
     SameTemplate,
     /// One of them is short and both are of one host (text rules 3 and later).
     SameHost,
+    /// Both are of one host and show less than half of the same blocks (text rules 7 and
+    /// later).
+    OtherText,
 }
 
 /// What says that a page and an earlier one are one page, whatever rule would keep them
 /// apart ([`crate::signature::identity`]): the same whole visible text (numbers aside,
-/// blocks in any order), or the same title and the same signature set.
+/// blocks in any order), or the same title and the same signature set; and, with text rules
+/// 7, what says that two pages of one host are not ([`Keys::other_text`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keys<'a> {
     /// The page's identity.
@@ -434,7 +445,16 @@ pub struct Keys<'a> {
     pub title: Option<u64>,
     /// Its whole signature set.
     pub sigs: Option<&'a Signatures>,
+    /// Its blocks ([`crate::signature::ShortBlocks::blocks`]).
+    pub blocks: &'a [u32],
+    /// Its host's hash, when pages of one host are compared on all their blocks (text
+    /// rules 7 and later).
+    pub host: Option<u64>,
 }
+
+/// The share of the smaller page's blocks that two pages of one host signed on the same
+/// text must both show to be matched (text rules 7 and later, [`Keys::other_text`]).
+pub const HOST_BLOCKS_SHARED: f64 = 0.5;
 
 impl<'a> Keys<'a> {
     /// The keys of a signed page.
@@ -443,36 +463,91 @@ impl<'a> Keys<'a> {
             identity: signed.identity,
             title: signed.title,
             sigs: Some(&signed.sigs),
+            blocks: &signed.short.blocks,
+            host: None,
         }
     }
 
+    /// The keys with the page's host taken from `url`, when pages of one host are compared
+    /// on all their blocks (`url` given: text rules 7 and later) and the page lists some.
+    pub fn on_host(mut self, url: Option<&str>) -> Self {
+        self.host = url.filter(|_| !self.blocks.is_empty()).map(host_hash);
+        self
+    }
+
+    /// Whether the page and the earlier page `doc` are two pages of one host, signed on the
+    /// same text word for word (one signature set), that show different text: less than
+    /// [`HOST_BLOCKS_SHARED`] of the smaller one's blocks are shown by both
+    /// ([`crate::signature::software::containment`]).
+    ///
+    /// **Principle.** A host prints its template (an author box, a newsletter header, an
+    /// events panel) on every page, around text of each page's own. Text a host repeats on
+    /// pages whose other text differs is that host's template (site-level template
+    /// detection: Bar-Yossef & Rajagopalan, 2002): two of its pages signed on the same text
+    /// word for word that do not show most of the same blocks were signed on the template
+    /// (the extraction missed each page's own text), whatever their titles say (a blog's
+    /// title is often its name). A copy of a page on its own host (a re-fetch, a second
+    /// URL, a print view) shows most of the same blocks, whichever of the two holds more:
+    /// the share is of the smaller page's blocks. Pages whose signed texts differ at all
+    /// are left to the similarity: an article laid out twice on one host, each time among
+    /// other teasers, can show less than half of the same blocks (measured on the dev
+    /// pages: a pair at 0.48, similarity 0.94), and an edit is evidence of an article, not
+    /// of a template, which is the same on every page.
+    pub fn other_text(&self, doc: &DocRecord) -> bool {
+        let Some(host) = self.host else {
+            return false;
+        };
+        self.sigs
+            .is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries())
+            && crate::signature::software::containment(self.blocks, &doc.blocks)
+                .is_some_and(|shared| shared < HOST_BLOCKS_SHARED)
+            && host_hash(&doc.url) == host
+    }
+
     /// Whether the page and `doc` are one page: one identity, or one title and one
-    /// (non-empty) signature set.
+    /// (non-empty) signature set unless they are pages of one host showing different text
+    /// ([`Keys::other_text`]: the title and the signed text are then the host's template).
     pub fn one_page(&self, doc: &DocRecord) -> bool {
-        (self.identity.is_some() && self.identity == doc.identity)
-            || (self.title.is_some()
-                && self.title == doc.title
-                && self
-                    .sigs
-                    .is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries()))
+        self.same_identity(doc) || (!self.other_text(doc) && self.same_title_and_sigs(doc))
+    }
+
+    /// One identity: the same whole visible text.
+    fn same_identity(&self, doc: &DocRecord) -> bool {
+        self.identity.is_some() && self.identity == doc.identity
+    }
+
+    /// One title and one (non-empty) signature set.
+    fn same_title_and_sigs(&self, doc: &DocRecord) -> bool {
+        self.title.is_some()
+            && self.title == doc.title
+            && (self.sigs).is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries())
     }
 }
 
 /// Whether a page with template sample `tmpl` (empty unless it is short) and keys `keys` is
-/// kept apart from the earlier page `doc` whatever their similarity: a short page is not
-/// matched with a page of its own template ([`crate::signature::template`]), and, where
-/// `host` gives the page's host hash (text rules 3 and later: [`host_hash`] of its URL;
-/// asked only when one side is short), a pair of which either side is short is not matched
-/// within a host. Both rules exist because a short page's signatures can be its site's own
-/// text; two pages that are one page ([`Keys::one_page`]: the same whole visible text, or
-/// the same title and signed text) are a page and its copy, and nothing keeps them apart.
+/// kept apart from the earlier page `doc` whatever their similarity: two pages of one host
+/// that show different text are not matched (text rules 7 and later, [`Keys::other_text`]);
+/// a short page is not matched with a page of its own template
+/// ([`crate::signature::template`]), and, where `host` gives the page's host hash (text
+/// rules 3 and later: [`host_hash`] of its URL; asked only when one side is short), a pair
+/// of which either side is short is not matched within a host. These rules exist because
+/// a page's signatures can be its site's own text; two pages that are one page
+/// ([`Keys::one_page`]: the same whole visible text, or the same title and signed text on
+/// pages that do not show different text) are a page and its copy, and nothing keeps them
+/// apart.
 pub fn kept_apart(
     tmpl: &[u32],
     keys: Keys<'_>,
     doc: &DocRecord,
     host: &mut dyn FnMut() -> Option<u64>,
 ) -> Option<KeptApart> {
-    if keys.one_page(doc) {
+    if keys.same_identity(doc) {
+        return None;
+    }
+    if keys.other_text(doc) {
+        return Some(KeptApart::OtherText);
+    }
+    if keys.same_title_and_sigs(doc) {
         return None;
     }
     if !tmpl.is_empty() && template::same(tmpl, &doc.template) {

@@ -19,7 +19,7 @@
 //! | template sample, if flagged (bit 3 of flags; record version 4) | u8 count m, then m × u32 LE, ascending: the smallest hashes of a short page's blocks ([`crate::signature::template`]) |
 //! | identity, if flagged (bit 4 of flags; record version 5) | u64 LE: the hash of the page's whole visible text, numbers aside ([`crate::signature::identity`]) |
 //! | title, if flagged (bit 5 of flags; record version 5) | u64 LE: the hash of the page's `<title>`, numbers aside ([`crate::signature::identity::title`]) |
-//! | short blocks, if flagged (bit 6 of flags; record version 6) | signatures as above (every frequency 1): the hashes of the page's short blocks ([`crate::signature::software`]), which the software-text counts are rebuilt from ([`super::software`]) |
+//! | short blocks, if flagged (bit 6 of flags; record version 6) | signatures as above (every frequency 1): the hashes of the page's short blocks ([`crate::signature::software`]), which the software-text counts are rebuilt from ([`super::software`]); with text rules 7, of its long blocks too (bit 0 of a hash set, clear for a short block) |
 //! | software signatures, if flagged (bit 7 of flags; record version 6; unique documents) | signatures as above (every frequency 1): the page's signatures left out of matching as software text when it was decided |
 //!
 //! The signatures are the ascending hashes `h_1 < … < h_n` with their frequencies. The bit
@@ -148,7 +148,7 @@ pub struct DocRecord {
     /// and later).
     pub title: Option<u64>,
     /// The hashes of the page's short blocks, ascending ([`crate::signature::software`];
-    /// text rules 6 and later).
+    /// text rules 6 and later; its long blocks too, tagged by bit 0, with 7 and later).
     pub blocks: Vec<u32>,
     /// The page's signatures left out of matching as software text when it was decided,
     /// ascending ([`super::software`]; kept for unique documents only).

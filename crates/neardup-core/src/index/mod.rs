@@ -826,8 +826,10 @@ impl Index {
                 f.add(freq::host_hash(&rec.url), rec.matched_sigs().hashes());
             }
         }
+        let tagged = self.params.signature.host_text();
         if let Some(s) = self.software.as_mut() {
-            s.observe(freq::host_hash(&rec.url), rec.fp64(), &rec.blocks);
+            let blocks = crate::signature::software::counted(&rec.blocks, tagged);
+            s.observe(freq::host_hash(&rec.url), rec.fp64(), &blocks);
         }
         Ok(num)
     }

@@ -54,6 +54,7 @@ impl Index {
     /// Counts every stored document numbered `from` or higher in the software-text counts,
     /// in document order.
     fn count_software(&mut self, from: u64, stop: &AtomicBool) -> Result<(), IndexError> {
+        let tagged = self.params.signature.host_text();
         let Some(counts) = self.software.as_mut() else {
             return Ok(());
         };
@@ -70,7 +71,8 @@ impl Index {
                 }
                 match DocRecord::decode(v) {
                     Ok(rec) => {
-                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), &rec.blocks);
+                        let blocks = crate::signature::software::counted(&rec.blocks, tagged);
+                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), &blocks);
                         true
                     }
                     Err(e) => {

@@ -85,7 +85,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 6;
+pub const TEXT_RULES: u32 = 7;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -217,10 +217,12 @@ pub struct SignatureConfig {
     /// it counts against the region unless it holds most of the page
     /// ([`crate::text::StripOptions::hidden_dialogs`]); 5, a page carries
     /// the identity of its whole visible text ([`identity`]), and no rule keeps apart two
-    /// pages of one identity ([`crate::dedup::kept_apart`]); 6 ([`TEXT_RULES`]), a page
+    /// pages of one identity ([`crate::dedup::kept_apart`]); 6, a page
     /// carries its short blocks ([`software`]), and the signatures of those that are
     /// software text (template text of several hosts, [`crate::index::software`]) are left
-    /// out of matching (SpotSigs features only). Absent from the stored settings of
+    /// out of matching (SpotSigs features only); 7 ([`TEXT_RULES`]), a page carries its
+    /// long blocks too, and two pages of one host signed on the same text that show less
+    /// than half of the same blocks are kept apart ([`crate::dedup::kept_apart`]; SpotSigs features only). Absent from the stored settings of
     /// an index made before revision 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
@@ -307,6 +309,13 @@ impl SignatureConfig {
     /// (text rules 6 and later, SpotSigs features; [`software`]).
     pub fn software_text(&self) -> bool {
         self.text_rules >= 6 && self.features.is_spotsigs()
+    }
+
+    /// Whether pages carry their long blocks as well, and two pages of one host signed on
+    /// the same text are matched only when they show mostly the same blocks (text rules 7
+    /// and later, SpotSigs features; [`crate::dedup::kept_apart`]).
+    pub fn host_text(&self) -> bool {
+        self.text_rules >= 7 && self.features.is_spotsigs()
     }
 
     /// Checks the settings.
@@ -627,6 +636,7 @@ impl Signer {
         software::of(
             text,
             self.config.max_link_density,
+            self.config.host_text(),
             signed,
             sigs,
             |t, out| self.tokenizer.push_block(t, out),

@@ -16,6 +16,12 @@
 //! link-dominated; its hash is the CRC-32 of its trimmed text, as in the template sample
 //! ([`super::template`]). Below three words a block makes no signature (a SpotSigs chain is
 //! an antecedent and two words, a word shingle three words).
+//!
+//! With text rules 7 the page also lists its longer blocks (more than [`MAX_WORDS`] words,
+//! not link-dominated), so that two pages of one host can be compared on all the text they
+//! show ([`crate::dedup::kept_apart`]). Bit 0 of a hash then says which kind a block is: set
+//! for a long block, clear for a short one ([`is_long`]); the software-text counts read the
+//! short ones only, as with text rules 6.
 
 use super::template::block_hash;
 use super::Signatures;
@@ -29,10 +35,48 @@ pub const MIN_WORDS: u32 = 3;
 /// gold pairs below τ in the study (docs/benchmarks/2026-11-27-software-text.md).
 pub const MAX_WORDS: u32 = 20;
 
+/// Whether `hash`, listed by a page signed with text rules 7 or later, is a long block's.
+pub fn is_long(hash: u32) -> bool {
+    hash & 1 == 1
+}
+
+/// The blocks of `blocks` (a page's, ascending) that the software-text counts read: all of
+/// them with text rules 6, the short ones with 7 and later (`tagged`).
+pub fn counted(blocks: &[u32], tagged: bool) -> std::borrow::Cow<'_, [u32]> {
+    if tagged && blocks.iter().any(|&h| is_long(h)) {
+        std::borrow::Cow::Owned(blocks.iter().copied().filter(|&h| !is_long(h)).collect())
+    } else {
+        std::borrow::Cow::Borrowed(blocks)
+    }
+}
+
+/// How much of the smaller of two pages' block lists (ascending, distinct) the other one
+/// shows: shared blocks over the smaller list's length; `None` when either is empty.
+pub fn containment(a: &[u32], b: &[u32]) -> Option<f64> {
+    let smaller = a.len().min(b.len());
+    if smaller == 0 {
+        return None;
+    }
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    Some(shared as f64 / smaller as f64)
+}
+
 /// The short blocks of a signed page.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShortBlocks {
-    /// Hashes of the page's short blocks, ascending and distinct.
+    /// Hashes of the page's short blocks, ascending and distinct (with text rules 7 and
+    /// later, of its long blocks too, tagged by bit 0: [`is_long`]).
     pub blocks: Vec<u32>,
     /// For each short block of the signed text that makes some of the page's signatures on
     /// its own: its hash and those signatures, both ascending; ascending by hash.
@@ -72,10 +116,10 @@ impl ShortBlocks {
     }
 }
 
-/// Whether a block of the page is short: [`MIN_WORDS`] to [`MAX_WORDS`] words, not
+/// Whether a block of the page is text of its own: at least [`MIN_WORDS`] words, not
 /// link-dominated.
-pub(crate) fn is_short(text: &Stripped, b: &crate::text::Block, max_link_density: f64) -> bool {
-    (MIN_WORDS..=MAX_WORDS).contains(&b.words)
+fn is_text(text: &Stripped, b: &crate::text::Block, max_link_density: f64) -> bool {
+    b.words >= MIN_WORDS
         && b.link_bytes as f64 <= max_link_density * (b.end - b.start) as f64
         && !text.block_text(b).trim().is_empty()
 }
@@ -83,10 +127,13 @@ pub(crate) fn is_short(text: &Stripped, b: &crate::text::Block, max_link_density
 /// The short blocks of `text`: every short block's hash, and for each short block among the
 /// blocks `signed` (the range of blocks the page was signed from), its own signatures
 /// (`sign` makes them from the block's tokens, `tokens_of` those from its text) that are in
-/// `page` (the page's signatures).
+/// `page` (the page's signatures). With `long` (text rules 7 and later), the long blocks'
+/// hashes too, every hash tagged by bit 0 ([`is_long`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn of(
     text: &Stripped,
     max_link_density: f64,
+    long: bool,
     signed: std::ops::Range<usize>,
     page: &Signatures,
     mut tokens_of: impl FnMut(&str, &mut Tokens),
@@ -96,11 +143,19 @@ pub(crate) fn of(
     let mut sigs: Vec<(u32, Vec<u32>)> = Vec::new();
     let mut tokens = Tokens::default();
     for (i, b) in text.blocks.iter().enumerate() {
-        if !is_short(text, b, max_link_density) {
+        if !is_text(text, b, max_link_density) {
             continue;
         }
         let t = text.block_text(b);
-        let h = block_hash(t);
+        let h = match (long, b.words > MAX_WORDS) {
+            (false, true) => continue,
+            (false, false) => block_hash(t),
+            (true, false) => block_hash(t) & !1,
+            (true, true) => {
+                blocks.push(block_hash(t) | 1);
+                continue;
+            }
+        };
         blocks.push(h);
         if page.set_len() == 0 || !signed.contains(&i) || sigs.iter().any(|(x, _)| *x == h) {
             continue;

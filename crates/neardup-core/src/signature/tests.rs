@@ -560,7 +560,11 @@ fn short_blocks_are_counted_and_their_own_signatures_kept() {
          <p>{long}</p></article></body></html>",
         long = "the ferry of the town ".repeat(6)
     );
-    let s = Signer::new(&SignatureConfig::default()).unwrap();
+    let rules6 = SignatureConfig {
+        text_rules: 6,
+        ..SignatureConfig::default()
+    };
+    let s = Signer::new(&rules6).unwrap();
     let signed = s.sign(&html);
     assert_eq!(signed.family, Family::Spotsigs);
     let h = template::block_hash(credit);
@@ -581,4 +585,18 @@ fn short_blocks_are_counted_and_their_own_signatures_kept() {
     })
     .unwrap();
     assert!(old.sign(&html).short.is_empty());
+    // text rules 7: the long blocks too (the prose and the 30 words), bit 0 set; the
+    // short block's hash with bit 0 clear, and its own signatures under it
+    let now = Signer::new(&SignatureConfig::default())
+        .unwrap()
+        .sign(&html);
+    let long = [prose.trim(), "the ferry of the town ".repeat(6).trim()]
+        .map(|t| template::block_hash(t) | 1);
+    let mut want = vec![h & !1, long[0], long[1]];
+    want.sort_unstable();
+    assert_eq!(now.short.blocks, want, "{:?}", now.short);
+    assert_eq!(now.short.sigs.len(), 1);
+    assert_eq!(now.short.sigs[0].0, h & !1);
+    assert_eq!(now.short.sigs[0].1, *own);
+    assert!(now.short.well_formed());
 }

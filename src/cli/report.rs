@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::signature::{similarity, Annotated, Measure, Signed, Signer};
+use crate::signature::annotate::Annotated;
+use crate::signature::{similarity, Measure, Signed, Signer};
 
 /// One row of the result table.
 #[derive(Debug, Serialize)]

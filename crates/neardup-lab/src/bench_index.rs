@@ -94,6 +94,10 @@ pub struct IndexRow {
     /// Seconds to write the lists snapshot at the end of the run (a clean shutdown).
     #[serde(default)]
     pub snapshot_seconds: f64,
+    /// Peak resident memory once the lists snapshot is written, MiB (what a clean stop
+    /// needs: above `peak_rss_mib` when writing the snapshot takes memory of its own).
+    #[serde(default)]
+    pub stop_peak_rss_mib: f64,
     /// Bytes of the lists snapshot per document.
     #[serde(default)]
     pub snapshot_bytes_per_doc: f64,
@@ -354,6 +358,7 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
     let t = Instant::now();
     let snapshot = dedup.index_mut().save_lists()?;
     row.snapshot_seconds = t.elapsed().as_secs_f64();
+    row.stop_peak_rss_mib = status_kib("VmHWM:") / 1024.0;
     if let Some(path) = &snapshot {
         row.snapshot_bytes_per_doc = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / docs;
     }
@@ -514,7 +519,7 @@ pub fn run(args: BenchIndexArgs) -> Result<Vec<IndexRow>> {
 
 fn print_header() {
     println!(
-        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprints / dir) | in memory B/doc (lists / fingerprint tables) | lists snapshot B/doc | RSS MiB (peak) | build s | lists snapshot: write s / reopen s; rebuild s | copies found | copies within k found |"
+        "| docs | method | decisions/s (last 10 %) | first 10 % | p50 µs | p99 µs | p99.9 µs | CPU µs/decision | disk B/doc (docs+ids / fingerprints / dir) | in memory B/doc (lists / fingerprint tables) | lists snapshot B/doc | RSS MiB (peak; at the stop) | build s | lists snapshot: write s / reopen s; rebuild s | copies found | copies within k found |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
@@ -534,7 +539,7 @@ fn print_row(r: &IndexRow) {
         r.docs.to_string()
     };
     println!(
-        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.0} ({:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) | {} of {} |",
+        "| {done} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {:.0} | {:.0} ({:.0}; {:.0}) | {:.0} | {:.1} / {:.1}; {:.1} | {:.4} ({} of {}) | {} of {} |",
         r.method,
         r.latency.decisions_per_second,
         r.latency.first_decisions_per_second,
@@ -550,6 +555,7 @@ fn print_row(r: &IndexRow) {
         r.snapshot_bytes_per_doc,
         r.rss_mib,
         r.peak_rss_mib,
+        r.stop_peak_rss_mib,
         r.build_seconds,
         r.snapshot_seconds,
         r.reopen_seconds,

@@ -850,19 +850,27 @@ mod software_text {
 
     #[test]
     fn the_counts_come_back_as_they_were_after_a_restart_a_snapshot_or_a_removal() {
+        // whole tables (text rules 6) and growing ones (7)
+        for rules in [6, 7] {
+            counts_come_back(rules);
+        }
+    }
+
+    fn counts_come_back(rules: u32) {
         let stream = stream();
         let dir = tempfile::tempdir().unwrap();
         let live: SoftwareText = {
-            let mut d = Deduplicator::new(Index::open_dir(dir.path(), params(6)).unwrap()).unwrap();
+            let mut d =
+                Deduplicator::new(Index::open_dir(dir.path(), params(rules)).unwrap()).unwrap();
             decide(&mut d, &stream);
             d.index_mut().software_text().unwrap().unwrap().clone()
         };
         assert!(live.found() >= BOX.len() as u64);
         // reopened: counted again from the stored documents
-        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        let mut ix = Index::open_dir(dir.path(), params(rules)).unwrap();
         assert_eq!(ix.software_text().unwrap(), Some(&live));
         // a standby that applies the stored documents in order, as a changelog carries them
-        let mut standby = Index::memory(params(6)).unwrap();
+        let mut standby = Index::memory(params(rules)).unwrap();
         let mut puts = Vec::new();
         ix.stored_from(0, &mut |m| {
             puts.push(m);
@@ -882,7 +890,7 @@ mod software_text {
         ix.save_lists().unwrap();
         assert!(dir.path().join(crate::index::software::SNAPSHOT).exists());
         drop(ix);
-        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        let mut ix = Index::open_dir(dir.path(), params(rules)).unwrap();
         assert_eq!(ix.software_text().unwrap(), Some(&live));
         // after a removal, the counts are those of the documents that stay, as a rebuild
         // gives them
@@ -900,7 +908,7 @@ mod software_text {
         let after = d.index_mut().software_text().unwrap().unwrap().clone();
         assert_ne!(after, live);
         drop(d);
-        let mut ix = Index::open_dir(dir.path(), params(6)).unwrap();
+        let mut ix = Index::open_dir(dir.path(), params(rules)).unwrap();
         assert_eq!(ix.software_text().unwrap(), Some(&after));
         // an index of text rules 5 keeps no counts
         let mut old = Index::memory(params(5)).unwrap();

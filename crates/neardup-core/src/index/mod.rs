@@ -578,7 +578,8 @@ impl Index {
             false => None,
         };
         let freq = (lists.is_some() && params.frequencies).then(freq::Freq::default);
-        let software = (params.signature.software_text()).then(software::SoftwareText::default);
+        let software = (params.signature.software_text())
+            .then(|| software::SoftwareText::for_rules(params.signature.host_text()));
         let next_doc = match store.get(Column::Meta, META_NEXT_DOC)? {
             Some(v) => u64::from_be_bytes(
                 v.as_slice()

@@ -40,7 +40,8 @@ impl Index {
         let mut from = 0;
         if let Some(path) = self.software_snapshot_path().filter(|p| p.exists()) {
             // a snapshot not usable is counted again from the documents, as without one
-            if let Ok((loaded, stamp)) = software::load(&path) {
+            let growing = self.params.signature.host_text();
+            if let Ok((loaded, stamp)) = software::load(&path, growing) {
                 if stamp.epoch == self.epoch && stamp.next_doc <= self.next_doc {
                     self.software = Some(loaded);
                     self.software_saved = Some(stamp);
@@ -91,7 +92,9 @@ impl Index {
         if self.software.is_none() {
             return Ok(());
         }
-        self.software = Some(software::SoftwareText::default());
+        self.software = Some(software::SoftwareText::for_rules(
+            self.params.signature.host_text(),
+        ));
         self.count_software(0, &AtomicBool::new(false))
     }
 
@@ -313,7 +316,7 @@ impl Index {
         };
         // the file on disk already holds these lists: nothing was entered since
         let unchanged = self.lists_saved == Some((stamp.epoch, stamp.next_doc)) && path.exists();
-        if let (Some(l), false) = (self.lists.as_mut(), unchanged) {
+        if let (Some(l), false) = (self.lists.as_ref(), unchanged) {
             l.save(&path, stamp)
                 .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
             self.lists_saved = Some((stamp.epoch, stamp.next_doc));

@@ -28,6 +28,15 @@
 //! page. Everything is deterministic in the order the pages are counted, so the counts
 //! rebuilt from the stored documents (each keeps its short blocks' hashes) after a restart,
 //! or by a standby from the changelog, are the live ones.
+//!
+//! With text rules 7 the tables are sized to what was counted ([`SoftwareText::growing`]):
+//! they start at 2^[`START_LOG2`] slots and double whenever more than one slot in 32 is
+//! taken, up to the sizes above. A doubling moves every entry to the slot its key
+//! gives in the larger table (the keys' low bits pick the slot in both, so no two entries
+//! meet), which depends only on what was counted before it: a recount gives the same tables.
+//! At text rules 6 the tables are whole from the start, as they were (64 MiB for any index:
+//! a process that counts a few thousand pages spent a twentieth of its time having the
+//! system zero the pages they touched).
 
 use std::io::{Read, Write};
 
@@ -49,6 +58,9 @@ pub const FIRST_LOG2: u32 = 22;
 
 /// Slots of the block table, log2 (2^20 × 16 bytes: 16 MiB).
 pub const BLOCKS_LOG2: u32 = 20;
+
+/// Slots of each table at the start when the tables grow (text rules 7 and later), log2.
+pub const START_LOG2: u32 = 10;
 
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -88,6 +100,11 @@ pub struct SoftwareText {
     /// Times a block became software text (a block pushed out of its slot and found again
     /// counts again).
     found: u64,
+    /// The tables grow with what is counted (text rules 7 and later), and the (block, host)
+    /// table's slot is taken from the key's bits above the tag's lowest.
+    growing: bool,
+    /// Taken slots of each table (for the growth).
+    taken: [usize; 2],
 }
 
 impl Default for SoftwareText {
@@ -95,6 +112,18 @@ impl Default for SoftwareText {
         SoftwareText::new(FIRST_LOG2, BLOCKS_LOG2)
     }
 }
+
+/// Whether a table of `len` slots with `taken` of them taken is due to double: more than
+/// one in [`GROW_AT`]. A new key finds its slot taken as often as the table is full, and
+/// pushes out the key there: the whole tables of text rules 6 are 2–3 % full on the
+/// labelled corpora (a few thousand pages), and at half full a host's template was pushed
+/// out before its next page came often enough to add 20 false pairs on webdup-v1.
+fn due(taken: usize, len: usize) -> bool {
+    taken * GROW_AT > len
+}
+
+/// A growing table doubles when more than one slot in this many is taken.
+const GROW_AT: usize = 32;
 
 impl SoftwareText {
     /// Empty counts with tables of `2^first_log2` and `2^blocks_log2` slots.
@@ -106,21 +135,99 @@ impl SoftwareText {
             first: vec![[0; 3]; 1 << first_log2],
             blocks: vec![[0; HOSTS + 1]; 1 << blocks_log2],
             found: 0,
+            growing: false,
+            taken: [0; 2],
         }
+    }
+
+    /// Empty counts whose tables grow with what is counted (text rules 7 and later), from
+    /// 2^[`START_LOG2`] slots up to the default sizes.
+    pub fn growing() -> SoftwareText {
+        SoftwareText {
+            growing: true,
+            ..SoftwareText::new(START_LOG2, START_LOG2)
+        }
+    }
+
+    /// Empty counts for an index of these rules: growing tables with `growing` (text rules
+    /// 7 and later), whole ones before.
+    pub fn for_rules(growing: bool) -> SoftwareText {
+        if growing {
+            SoftwareText::growing()
+        } else {
+            SoftwareText::default()
+        }
+    }
+
+    /// The slot of a (block, host) key in the first table.
+    #[inline]
+    fn first_slot(&self, key: u64) -> usize {
+        let mask = (1u64 << self.first_log2) - 1;
+        if self.growing {
+            // the tag's bits above its lowest (which is forced to 1): a doubling finds the
+            // slot again from the tag alone
+            ((key >> 33) & mask) as usize
+        } else {
+            (key & mask) as usize
+        }
+    }
+
+    /// The slot of block `b` in the block table.
+    #[inline]
+    fn block_slot(&self, b: u32) -> usize {
+        (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize
+    }
+
+    /// Doubles the (block, host) table, every entry to its slot in the larger one.
+    fn grow_first(&mut self) {
+        self.first_log2 += 1;
+        let mask = (1usize << self.first_log2) - 1;
+        let mut table = vec![[0u32; 3]; 1 << self.first_log2];
+        for e in self.first.iter().filter(|e| e[0] != 0) {
+            table[(e[0] >> 1) as usize & mask] = *e;
+        }
+        self.first = table;
+    }
+
+    /// Doubles the block table, every entry to its slot in the larger one.
+    fn grow_blocks(&mut self) {
+        self.blocks_log2 += 1;
+        let old = std::mem::replace(
+            &mut self.blocks,
+            vec![[0; HOSTS + 1]; 1 << self.blocks_log2],
+        );
+        for e in old.into_iter().filter(|e| e[1] != 0) {
+            let slot = self.block_slot(e[0]);
+            self.blocks[slot] = e;
+        }
+    }
+
+    /// Taken slots of each table, counted.
+    fn count_taken(&self) -> [usize; 2] {
+        [
+            self.first.iter().filter(|e| e[0] != 0).count(),
+            self.blocks.iter().filter(|e| e[1] != 0).count(),
+        ]
     }
 
     /// Counts one decided page of `host` ([`super::freq::host_hash`]) with fingerprint `fp`
     /// (its first 64 bits) and the short blocks `blocks`.
     pub fn observe(&mut self, host: u64, fp: u64, blocks: &[u32]) {
         let host32 = ((host >> 32) as u32) | 1;
-        let mask = (1u64 << self.first_log2) - 1;
         for &b in blocks {
             let key = mix(u64::from(b) ^ host.rotate_left(23));
-            let slot = (key & mask) as usize;
+            let slot = self.first_slot(key);
             let tag = ((key >> 32) as u32) | 1;
             let e = &mut self.first[slot];
             if e[0] != tag {
+                let free = e[0] == 0;
                 *e = [tag, fp as u32, (fp >> 32) as u32];
+                if free && self.growing {
+                    self.taken[0] += 1;
+                    if due(self.taken[0], self.first.len()) && self.first_log2 < FIRST_LOG2 {
+                        self.grow_first();
+                    }
+                }
             } else {
                 let first = u64::from(e[1]) | u64::from(e[2]) << 32;
                 if (first ^ fp).count_ones() > TEMPLATE_DISTANCE {
@@ -132,13 +239,20 @@ impl SoftwareText {
 
     /// Block `b` is template text of the host `host32`.
     fn template(&mut self, b: u32, host32: u32) {
-        let slot = (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize;
+        let slot = self.block_slot(b);
         let e = &mut self.blocks[slot];
         let hosts = 1..HOSTS;
         if e[1] == 0 || e[0] != b {
+            let free = e[1] == 0;
             *e = [0; HOSTS + 1];
             e[0] = b;
             e[1] = host32;
+            if free && self.growing {
+                self.taken[1] += 1;
+                if due(self.taken[1], self.blocks.len()) && self.blocks_log2 < BLOCKS_LOG2 {
+                    self.grow_blocks();
+                }
+            }
             return;
         }
         if e[HOSTS] == 1 || e[hosts.clone()].contains(&host32) {
@@ -155,8 +269,7 @@ impl SoftwareText {
 
     /// Whether block `b` is software text.
     pub fn is_software(&self, b: u32) -> bool {
-        let slot = (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize;
-        let e = &self.blocks[slot];
+        let e = &self.blocks[self.block_slot(b)];
         e[HOSTS] == 1 && e[0] == b && e[1] != 0
     }
 
@@ -232,10 +345,12 @@ impl SoftwareText {
         w.write_all(&buf)
     }
 
-    /// Reads what [`SoftwareText::write_sparse`] wrote, for tables of the default sizes.
-    pub fn read_sparse(r: &mut impl Read) -> std::io::Result<SoftwareText> {
+    /// Reads what [`SoftwareText::write_sparse`] wrote: tables of the default sizes, or,
+    /// with `growing`, of growing tables (text rules 7 and later) between their start and
+    /// those sizes.
+    pub fn read_sparse(r: &mut impl Read, growing: bool) -> std::io::Result<SoftwareText> {
         let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
-        let mut s = read_header(r)?;
+        let mut s = read_header(r, growing)?;
         let mut b8 = [0u8; 8];
         r.read_exact(&mut b8)?;
         let taken = u64::from_le_bytes(b8);
@@ -284,13 +399,16 @@ impl SoftwareText {
                 return Err(bad("a taken block slot without a host".into()));
             }
         }
+        if growing {
+            s.taken = s.count_taken();
+        }
         Ok(s)
     }
 
     /// Reads what [`SoftwareText::write_to`] wrote, for tables of the default sizes.
     pub fn read_from(r: &mut impl Read) -> std::io::Result<SoftwareText> {
         let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
-        let mut s = read_header(r)?;
+        let mut s = read_header(r, false)?;
         let u = |c: &[u8], i: usize| {
             u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
         };
@@ -320,8 +438,9 @@ impl SoftwareText {
     }
 }
 
-/// The tables' sizes and `found` of a snapshot body, as empty counts of the default sizes.
-fn read_header(r: &mut impl Read) -> std::io::Result<SoftwareText> {
+/// The tables' sizes and `found` of a snapshot body, as empty counts of those sizes: the
+/// default sizes, or with `growing` any between the start and them.
+fn read_header(r: &mut impl Read, growing: bool) -> std::io::Result<SoftwareText> {
     let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
     let mut b4 = [0u8; 4];
     let mut b8 = [0u8; 8];
@@ -329,14 +448,22 @@ fn read_header(r: &mut impl Read) -> std::io::Result<SoftwareText> {
     let first_log2 = u32::from_le_bytes(b4);
     r.read_exact(&mut b4)?;
     let blocks_log2 = u32::from_le_bytes(b4);
-    if (first_log2, blocks_log2) != (FIRST_LOG2, BLOCKS_LOG2) {
+    let fits = if growing {
+        (START_LOG2..=FIRST_LOG2).contains(&first_log2)
+            && (START_LOG2..=BLOCKS_LOG2).contains(&blocks_log2)
+    } else {
+        (first_log2, blocks_log2) == (FIRST_LOG2, BLOCKS_LOG2)
+    };
+    if !fits {
         return Err(bad(format!(
             "software-text tables of 2^{first_log2} and 2^{blocks_log2} slots, expected \
-             2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}"
+             {} 2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}",
+            if growing { "at most" } else { "" }
         )));
     }
     r.read_exact(&mut b8)?;
     let mut s = SoftwareText::new(first_log2, blocks_log2);
+    s.growing = growing;
     s.found = u64::from_le_bytes(b8);
     Ok(s)
 }
@@ -360,11 +487,12 @@ pub fn save(s: &SoftwareText, path: &std::path::Path, stamp: Stamp) -> std::io::
     super::freq::write_snapshot(path, MAGIC, stamp, 1 << 16, |body| s.write_sparse(body))
 }
 
-/// Reads a snapshot written by [`save`] (or by a version that wrote v1); a damaged or
-/// foreign file is an error.
-pub fn load(path: &std::path::Path) -> std::io::Result<(SoftwareText, Stamp)> {
+/// Reads a snapshot written by [`save`] (or by a version that wrote v1) of counts with
+/// growing tables or not (`growing`: text rules 7 and later); a damaged or foreign file is
+/// an error.
+pub fn load(path: &std::path::Path, growing: bool) -> std::io::Result<(SoftwareText, Stamp)> {
     match super::freq::read_snapshot(path, MAGIC, "software-text", |r| {
-        SoftwareText::read_sparse(r)
+        SoftwareText::read_sparse(r, growing)
     }) {
         Err(e) if e.to_string().contains("not a software-text snapshot") => {
             super::freq::read_snapshot(path, MAGIC_V1, "software-text", |r| {
@@ -457,7 +585,7 @@ mod tests {
             next_doc: 2000,
         };
         save(&full, &path, stamp).unwrap();
-        let (back, st) = load(&path).unwrap();
+        let (back, st) = load(&path, false).unwrap();
         assert_eq!(st, stamp);
         assert_eq!(back, full);
         // the taken slots only: a few kilobytes, not the tables' 64 MiB
@@ -470,12 +598,66 @@ mod tests {
         })
         .unwrap();
         assert!(std::fs::metadata(&v1).unwrap().len() > 60 << 20);
-        let (back, st) = load(&v1).unwrap();
+        let (back, st) = load(&v1, false).unwrap();
         assert_eq!((back, st), (full.clone(), stamp));
         let mut bytes = std::fs::read(&path).unwrap();
         let n = bytes.len();
         bytes[n / 2] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(load(&path).is_err(), "a damaged snapshot is refused");
+        assert!(load(&path, false).is_err(), "a damaged snapshot is refused");
+    }
+
+    #[test]
+    fn growing_tables_double_as_they_fill_and_recount_alike() {
+        // pages of 40 hosts, each with 5 blocks of their own and one block every host
+        // prints; some hosts print a shared notice on pages about different things
+        let pages: Vec<(u64, u64, Vec<u32>)> = (0..1500u64)
+            .map(|i| {
+                let host = mix(i % 40) << 8;
+                let own = (0..5).map(|k| (mix(i * 8 + k) >> 40) as u32);
+                let shared = [7u32, 9 + (i % 3) as u32];
+                (host, mix(i), own.chain(shared).collect())
+            })
+            .collect();
+        let run = |s: &mut SoftwareText| {
+            for (h, fp, b) in &pages {
+                s.observe(*h, *fp, b);
+            }
+        };
+        let mut g = SoftwareText::growing();
+        assert_eq!((g.first_log2, g.blocks_log2), (START_LOG2, START_LOG2));
+        run(&mut g);
+        // 1,500 pages of 7 blocks: the first table doubled several times, and is a small
+        // part of the whole tables
+        assert!(g.first_log2 > START_LOG2 + 3, "{}", g.first_log2);
+        assert!(g.bytes() < SoftwareText::default().bytes() / 8);
+        assert_eq!(g.taken, g.count_taken());
+        assert!(g.is_software(7) && g.is_software(9) && g.is_software(10));
+        // the same order, the same tables
+        let mut again = SoftwareText::growing();
+        run(&mut again);
+        assert_eq!(again, g);
+        // the shared blocks are found as whole tables find them
+        let mut whole = SoftwareText::default();
+        run(&mut whole);
+        assert_eq!(g.found(), whole.found());
+        // the snapshot holds the grown sizes, and is read back only as growing counts
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SNAPSHOT);
+        let stamp = Stamp {
+            epoch: 1,
+            next_doc: 1500,
+        };
+        save(&g, &path, stamp).unwrap();
+        assert_eq!(load(&path, true).unwrap(), (g.clone(), stamp));
+        assert!(load(&path, false).is_err());
+        // and growing further from there equals growing all the way
+        let (mut back, _) = load(&path, true).unwrap();
+        let (mut whole, more) = (g.clone(), [(mix(99) << 8, 5u64, vec![1u32, 2, 3])]);
+        for (h, fp, b) in &more {
+            back.observe(*h, *fp, b);
+            whole.observe(*h, *fp, b);
+        }
+        assert_eq!(back, whole);
     }
 }

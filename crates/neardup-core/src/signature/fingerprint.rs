@@ -9,7 +9,7 @@
 //! The seeds and the mixing function are fixed constants, so a fingerprint is the same on
 //! every run and platform; golden tests pin them.
 
-use super::Signatures;
+use super::set::Signatures;
 
 /// The finalizer of MurmurHash3 (a bijective 64-bit mixer).
 pub const fn mix64(mut x: u64) -> u64 {

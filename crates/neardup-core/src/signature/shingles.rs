@@ -9,7 +9,7 @@
 
 use crate::text::Tokens;
 
-use super::Signatures;
+use super::set::Signatures;
 
 /// Parameters of the sentence shingles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

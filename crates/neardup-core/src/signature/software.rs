@@ -23,8 +23,8 @@
 //! for a long block, clear for a short one ([`is_long`]); the software-text counts read the
 //! short ones only, as with text rules 6.
 
+use super::set::Signatures;
 use super::template::block_hash;
-use super::Signatures;
 use crate::text::{Stripped, Tokens};
 
 /// Fewest words of a short block.

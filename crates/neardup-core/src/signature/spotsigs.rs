@@ -7,7 +7,7 @@
 
 use crate::text::Tokens;
 
-use super::Signatures;
+use super::set::Signatures;
 
 /// Spot distance and chain length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

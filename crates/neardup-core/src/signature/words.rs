@@ -14,7 +14,7 @@
 
 use crate::text::Tokens;
 
-use super::Signatures;
+use super::set::Signatures;
 
 /// The byte every word-shingle string starts with (SpotSigs strings start with a word).
 pub const MARKER: u8 = b'#';

@@ -65,12 +65,14 @@
 
 use rustc_hash::FxHashMap;
 
+mod layout;
 mod presence;
 mod recent;
 mod shard;
 pub mod snapshot;
 
 use crate::index::store::IndexParamError;
+use layout::{prefetch, SHARD_BITS};
 use presence::Presence;
 use recent::Recent;
 #[cfg(test)]
@@ -81,8 +83,6 @@ use shard::Shard;
 pub const EPSILON: f64 = 1e-9;
 /// The largest document number the lists can hold.
 pub const MAX_DOC: u64 = u32::MAX as u64 - 1;
-/// Bits of the signature that pick its shard; the other 16 are stored with each entry.
-const SHARD_BITS: u32 = 16;
 /// Signatures looked up together (see [`Lists::visit`]).
 const GROUP: usize = 32;
 
@@ -105,34 +105,6 @@ fn to_len(x: f64) -> u32 {
 /// Saturating conversion of a set size.
 fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// Asks the processor to bring the cache line holding `at` closer without waiting for it
-/// (a software prefetch: unlike a load it retires at once, so the misses of many lookups
-/// overlap and none holds up the instructions behind it). A hint only, for any address:
-/// nothing is read that the program sees. On other processors than x86_64 and aarch64 it
-/// does nothing.
-#[inline(always)]
-fn prefetch<T>(at: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: SSE is part of every x86_64 target, and a prefetch of any address is a
-        // hint that never faults or reads anything the program sees.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: PRFM is a hint: it never faults, whatever the address, and writes no register,
-    // flag or memory.
-    unsafe {
-        std::arch::asm!(
-            "prfm pldl1keep, [{0}]",
-            in(reg) at,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = at;
 }
 
 #[inline]

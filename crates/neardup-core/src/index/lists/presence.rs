@@ -68,7 +68,7 @@ impl TopBits {
     /// Asks for the line holding `sig`'s bit without waiting for it ([`super::prefetch`]).
     #[inline]
     pub(crate) fn prefetch(&self, sig: u32) {
-        super::prefetch(&self.words[self.slot(sig) >> 6]);
+        super::layout::prefetch(&self.words[self.slot(sig) >> 6]);
     }
 
     /// Sets the bit of `sig`'s group; whether it was clear.

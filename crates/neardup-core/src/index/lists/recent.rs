@@ -20,8 +20,8 @@
 //! the presence map doubles, and cleared when a snapshot is written (every run is then
 //! merged into its base) or read (a snapshot holds bases only).
 
+use super::layout::SHARD_BITS;
 use super::presence::TopBits;
-use super::SHARD_BITS;
 
 /// How many bits fewer than the presence map.
 pub(crate) const COARSER: u32 = 3;
@@ -70,11 +70,6 @@ impl Recent {
             let mask = ((1u64 << (1u32 << per)) - 1) << (first & 63);
             words[first >> 6] &= !mask;
         }
-    }
-
-    /// Clears every bit (no shard has a middle run or a buffer).
-    pub(crate) fn clear_all(&mut self) {
-        self.map.words_mut().fill(0);
     }
 
     /// Whether no bit is set.

@@ -32,7 +32,8 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use super::{presence, Lists, Presence, Recent, Shard, SHARD_BITS};
+use super::layout::SHARD_BITS;
+use super::{presence, Lists, Presence, Recent, Shard};
 
 const MAGIC: &[u8; 8] = b"NDLISTS\0";
 /// Version of the snapshot layout.
@@ -173,13 +174,10 @@ fn invalid(what: impl Into<String>) -> io::Error {
 }
 
 impl Lists {
-    /// Writes the lists to `path` (through a temporary file renamed into place, synced), with
-    /// the buffers of new entries merged first.
-    pub fn save(&mut self, path: &Path, stamp: Stamp) -> io::Result<()> {
-        for sh in &mut self.shards {
-            sh.merge_all();
-        }
-        self.recent.clear_all();
+    /// Writes the lists to `path` (through a temporary file renamed into place, synced), each
+    /// shard's entries merged as they are written ([`Shard::sorted_into`]); the lists are
+    /// left as they were.
+    pub fn save(&self, path: &Path, stamp: Stamp) -> io::Result<()> {
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp)?;
         let mut w = Summed {
@@ -198,12 +196,13 @@ impl Lists {
         w.put(&self.presence.bits().to_le_bytes())?;
         w.put(&(self.lens.len() as u64).to_le_bytes())?;
         put_values(&mut w, &self.lens, &mut buf)?;
+        let (mut lo, mut doc, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         for sh in &self.shards {
-            let (lo, doc) = sh.base();
+            sh.sorted_into(&mut lo, &mut doc, &mut scratch);
             let k = u32::try_from(lo.len()).map_err(|_| invalid("shard too large"))?;
             w.put(&k.to_le_bytes())?;
-            put_values(&mut w, lo, &mut buf)?;
-            put_values(&mut w, doc, &mut buf)?;
+            put_values(&mut w, &lo, &mut buf)?;
+            put_values(&mut w, &doc, &mut buf)?;
         }
         let crc = w.crc.clone().finalize();
         w.inner.write_all(&crc.to_le_bytes())?;

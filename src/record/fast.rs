@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Page;
+use super::page::Page;
 
 /// The page, or `None` when the record is not of the shape this path takes.
 pub(super) fn parse_page(text: &str) -> Option<Page> {

@@ -12,25 +12,10 @@ use crate::signature::{fingerprint::to_hex, Signed};
 
 pub mod changelog;
 mod fast;
+mod page;
 pub mod signed;
 
-/// A fetched page (input).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Page {
-    /// Document id; absent or empty: a hash of the URL.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// Page URL (required, non-empty).
-    pub url: String,
-    /// The fetched HTML (required; may be empty).
-    pub html: String,
-    /// Fetch time, RFC 3339.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fetched_at: Option<String>,
-    /// HTTP response headers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<BTreeMap<String, String>>,
-}
+pub use page::Page;
 
 /// Why a record could not be processed. The codes are the bounded label set of metrics and
 /// the `reason` of dead letters.

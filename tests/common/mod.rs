@@ -118,7 +118,26 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// Three nodes on ports of their own. A node that exits while the cluster forms (on this
+    /// machine two tests form clusters at once, each taking six free ports before any
+    /// process binds them) starts the three again on other ports, at most three times.
     pub fn start() -> Cluster {
+        let mut last = String::new();
+        for attempt in 1..=3 {
+            match Cluster::try_start() {
+                Ok(c) => return c,
+                Err(e) => {
+                    eprintln!(
+                        "the cluster did not form (attempt {attempt}), again on other ports: {e}"
+                    );
+                    last = e;
+                }
+            }
+        }
+        panic!("the cluster did not form three times: {last}");
+    }
+
+    fn try_start() -> Result<Cluster, String> {
         let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
         let voters = ports
             .iter()
@@ -146,13 +165,21 @@ impl Cluster {
             })
             .collect();
         // a quorum needs two controllers: every node starts before any is waited for
-        let children: Vec<Child> = nodes.iter().map(Broker::launch).collect();
-        for (n, c) in nodes.iter_mut().zip(children) {
-            n.wait_up(c);
+        let mut children: Vec<Option<Child>> = nodes.iter().map(|n| Some(n.launch())).collect();
+        for i in 0..nodes.len() {
+            let child = children[i].take().expect("launched");
+            if let Err(e) = nodes[i].try_wait_up(child) {
+                // the nodes waited for stop with `nodes`; the others here
+                for mut c in children.into_iter().flatten() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return Err(e);
+            }
         }
         let c = Cluster { nodes };
         c.wait_brokers(3);
-        c
+        Ok(c)
     }
 
     /// The bootstrap list of every node.
@@ -302,16 +329,32 @@ impl Broker {
     }
 
     /// Waits until the broker answers metadata requests.
-    fn wait_up(&mut self, mut child: Child) {
+    fn wait_up(&mut self, child: Child) {
+        if let Err(e) = self.try_wait_up(child) {
+            panic!("{e}");
+        }
+    }
+
+    /// Waits until the broker answers metadata requests; the broker's exit before that is
+    /// an error that says why (the ends of its output and of its log).
+    fn try_wait_up(&mut self, mut child: Child) -> Result<(), String> {
         // the broker answers metadata requests once it has registered with its controller
         let probe = metadata_probe(&self.addr());
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "the broker exited ({status}): {}",
-                    std::fs::read_to_string(self.dir.path().join("stdout.log")).unwrap_or_default()
-                );
+                let tail = |name: &str| {
+                    let text =
+                        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+                    let lines: Vec<&str> = text.lines().collect();
+                    lines[lines.len().saturating_sub(30)..].join("\n")
+                };
+                return Err(format!(
+                    "the broker on port {} exited ({status}): {}\n-- broker.log:\n{}",
+                    self.port,
+                    tail("stdout.log"),
+                    tail("broker.log")
+                ));
             }
             if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 if let Ok(md) = probe.fetch_metadata(None, Duration::from_secs(2)) {
@@ -328,6 +371,7 @@ impl Broker {
             std::thread::sleep(Duration::from_millis(100));
         }
         self.child = Some(child);
+        Ok(())
     }
 
     /// Stops the broker (its data stays).

@@ -38,7 +38,7 @@
 //! a duplicate this is a fraction of the full set, and it is what `explain` and the
 //! grouping of result sets read a duplicate's signatures from.
 
-use super::IndexError;
+use super::error::IndexError;
 use crate::signature::Signatures;
 
 /// What was decided for a page.

@@ -29,6 +29,7 @@
 pub mod alg_g;
 pub mod alg_h;
 pub mod docs;
+mod error;
 pub mod fptables;
 pub mod freq;
 mod ids;
@@ -49,6 +50,7 @@ use serde::{Deserialize, Serialize};
 pub use docs::{
     decode_signatures, encode_signatures, Decision, DecisionKind, DocRecord, Found, SigDelta,
 };
+pub use error::IndexError;
 pub use mutate::Mutation;
 pub use pending::Undone;
 pub use reader::{IndexReader, StoredSigs};
@@ -217,47 +219,6 @@ impl Default for IndexParams {
             frequencies: false,
         }
     }
-}
-
-/// Errors of the index.
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    /// The storage layer failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// Parameters that cannot work.
-    #[error(transparent)]
-    Param(#[from] IndexParamError),
-    /// Stored data does not decode.
-    #[error("corrupt index data: {0}")]
-    Corrupt(String),
-    /// The index was written by another format version.
-    #[error(
-        "index has format version {found}, this build reads version {expected}: rebuild it \
-         into a new directory (neardup dedup --index NEW_DIR …) or use a release that reads \
-         version {found}"
-    )]
-    FormatMismatch {
-        /// Version on disk.
-        found: u32,
-        /// Version of this build.
-        expected: u32,
-    },
-    /// The index was built with other parameters.
-    #[error(
-        "index was built with other parameters: {differences}; run with the parameters it \
-         was built with, or rebuild into a new directory (neardup dedup --index NEW_DIR …)"
-    )]
-    ParamsMismatch {
-        /// `name: stored → requested` for each difference.
-        differences: String,
-    },
-    /// `open_existing` on a directory without an index.
-    #[error("no neardup index here (no stored parameters)")]
-    NotAnIndex,
-    /// The open was ended by the caller's stop flag (no document was written).
-    #[error("opening the index was interrupted")]
-    Interrupted,
 }
 
 /// A candidate from an index lookup.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use super::*;
+use super::api::*;
 
 type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 7];
 

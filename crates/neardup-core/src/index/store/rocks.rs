@@ -8,7 +8,7 @@ use rocksdb::{
     ReadOptions, WriteBatch, DB,
 };
 
-use super::*;
+use super::api::*;
 
 /// RocksDB-backed [`Store`] with one column family per [`Column`].
 ///

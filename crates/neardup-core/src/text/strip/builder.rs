@@ -2,7 +2,7 @@
 //! and link counts, and the container context of each block.
 
 use super::hints::BOILERPLATE;
-use super::{Block, BlockKind, Stripped};
+use super::output::{Block, BlockKind, Stripped};
 
 /// The largest share of a page's words a negative container may hold and still be
 /// treated as boilerplate (see `Builder::assign_contexts`).

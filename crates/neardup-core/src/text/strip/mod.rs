@@ -23,7 +23,9 @@
 mod builder;
 mod entities;
 mod hints;
+mod options;
 mod oracle;
+mod output;
 mod rules;
 mod scan;
 #[cfg(test)]
@@ -31,69 +33,8 @@ mod tests;
 mod tree;
 
 pub use hints::{container_weight, BOILERPLATE, CONTENT, LAYOUT};
-
-/// What kind of element a block of text came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockKind {
-    /// The document `<title>`.
-    Title,
-    /// `h1` … `h6`.
-    Heading,
-    /// `<p>`.
-    Paragraph,
-    /// `<li>`, `<dt>`, `<dd>`.
-    ListItem,
-    /// `<td>`, `<th>`, `<caption>`.
-    Cell,
-    /// Any other block (`div`, `section`, text between `<br>`s, …).
-    Text,
-}
-
-/// One block of visible text: a byte range of [`Stripped::text`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Block {
-    /// Element kind the block came from.
-    pub kind: BlockKind,
-    /// Start byte offset in [`Stripped::text`].
-    pub start: u32,
-    /// End byte offset (exclusive).
-    pub end: u32,
-    /// Bytes of the block that were inside `<a>` elements.
-    pub link_bytes: u32,
-    /// Words of the block (whitespace-separated runs).
-    pub words: u32,
-    /// Words of the block inside `<a>` elements.
-    pub link_words: u32,
-    /// Tags seen since the previous block ended, including those inside this block.
-    pub tags: u32,
-    /// What the enclosing containers say of the block ([`container_weight`]): −1 inside
-    /// boilerplate (comments, popups, …) or a small layout container (footer, sidebar, …),
-    /// else +1 inside a content container (article, post body, …), else 0.
-    pub context: i32,
-}
-
-/// The visible text of a page: blocks joined by `\n`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stripped {
-    /// Block texts joined by `\n` (whitespace folded, no empty blocks).
-    pub text: String,
-    /// The blocks, in document order.
-    pub blocks: Vec<Block>,
-    /// Whether the input was cut at [`StripOptions::max_bytes`].
-    pub truncated: bool,
-}
-
-impl Stripped {
-    /// The text of one block.
-    pub fn block_text(&self, block: &Block) -> &str {
-        &self.text[block.start as usize..block.end as usize]
-    }
-
-    /// Iterates over `(block, text)`.
-    pub fn iter(&self) -> impl Iterator<Item = (&Block, &str)> {
-        self.blocks.iter().map(move |b| (b, self.block_text(b)))
-    }
-}
+pub use options::{StripMode, StripOptions};
+pub use output::{Block, BlockKind, Stripped};
 
 /// The main text region of a page (Body Text Extraction, Finn et al. 2001): the contiguous
 /// run of blocks that maximises words outside links minus tags and link words, so the long,
@@ -121,64 +62,6 @@ pub fn main_region(blocks: &[Block]) -> std::ops::Range<usize> {
         }
     }
     best_range
-}
-
-/// Which stripping implementation to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StripMode {
-    /// One pass over the bytes, no tree (the fastest; linear).
-    #[default]
-    Bytes,
-    /// html5ever's tokenizer, no tree (the reference for `bytes`).
-    Tokens,
-    /// scraper tree (HTML5 tree-building rules).
-    Tree,
-}
-
-/// Options of [`strip`].
-#[derive(Clone, Copy, Debug)]
-pub struct StripOptions {
-    /// Implementation.
-    pub mode: StripMode,
-    /// Input bytes considered at most; the rest is ignored and `truncated` is set.
-    pub max_bytes: usize,
-    /// Links end where the HTML tree rules end them (a table cell is a scope; an `<a>` ends
-    /// an open one). Off: each `<a>` nests and lasts to its end tag, as revision 1 of the
-    /// text rules had it. The tree path always follows the tree.
-    pub link_scopes: bool,
-    /// ARIA roles weigh as the tags that have them implicitly (`role="dialog"` as a
-    /// `dialog`, `role="navigation"` as a `nav`, …). Off: tags and class and id words only,
-    /// as revisions 1 and 2 of the text rules had it.
-    pub aria_roles: bool,
-    /// A container named a dialog (a class or id word `dialog`, `dialog2`, …) that is not
-    /// rendered (the `hidden` attribute, an inline `display: none`) is a dialog a script
-    /// opens, and weighs as a layout container: boilerplate unless it holds most of the
-    /// page (then it is a wrapper shown when the page is ready). Off: as revisions 1 to 3
-    /// of the text rules had it.
-    pub hidden_dialogs: bool,
-}
-
-impl StripOptions {
-    /// The hints that count ([`hints::HintRules`]).
-    fn hint_rules(&self) -> hints::HintRules {
-        hints::HintRules {
-            aria_roles: self.aria_roles,
-            hidden_dialogs: self.hidden_dialogs,
-        }
-    }
-}
-
-impl Default for StripOptions {
-    fn default() -> Self {
-        StripOptions {
-            mode: StripMode::Bytes,
-            max_bytes: 16 * 1024 * 1024,
-            link_scopes: true,
-            aria_roles: true,
-            hidden_dialogs: true,
-        }
-    }
 }
 
 /// Strips the markup of `html` (any text: HTML, plain text or junk) into text blocks.

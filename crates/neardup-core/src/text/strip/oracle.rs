@@ -11,8 +11,9 @@ use html5ever::tokenizer::{
 };
 
 use super::hints::HintAttrs;
+use super::options::StripOptions;
+use super::output::Stripped;
 use super::rules::{tag_info, Next, Raw, Rules};
-use super::{StripOptions, Stripped};
 
 struct Sink(RefCell<Rules>);
 

@@ -5,7 +5,8 @@
 
 use super::builder::Builder;
 use super::hints::{container_tag_weight, weight_with, HintAttrs, HintRules};
-use super::{BlockKind, StripOptions, Stripped};
+use super::options::StripOptions;
+use super::output::{BlockKind, Stripped};
 
 /// How an element affects text extraction.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,9 @@ use memchr::{memchr, memchr2, memchr3};
 
 use super::entities::char_ref;
 use super::hints::{value_names_a_dialog, HintAttrs};
+use super::options::StripOptions;
+use super::output::Stripped;
 use super::rules::{tag_info, Next, Raw, Rules};
-use super::{StripOptions, Stripped};
 
 /// Strips `html` in one pass over its bytes.
 pub(super) fn strip(html: &str, opts: &StripOptions) -> Stripped {

@@ -4,8 +4,8 @@
 
 use super::builder::Builder;
 use super::hints::{container_tag_weight, weight_with, HintAttrs, HintRules};
+use super::output::{BlockKind, Stripped};
 use super::rules::{role, Role};
-use super::{BlockKind, Stripped};
 
 pub(super) fn strip(html: &str, rules: HintRules) -> Stripped {
     use ego_tree::iter::Edge;

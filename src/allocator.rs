@@ -30,8 +30,8 @@
 //! blocks of every page below it in the heap, where a freed buffer is reused for the next
 //! page, and `trim_threshold` at 128 MiB returns the top of the heap only when that much
 //! is free. Measured with `neardup dedup --jobs 1` on one pinned core over the dev pages,
-//! three runs each: 228–244 MB/s before, 255–265 MB/s after, the same peak RSS (333–345
-//! MB); the decisions' speed at 1M pages: docs/benchmarks/2026-11-28-host-template.md.
+//! three runs each: 224.8–240.6 MB/s before, 237.5–265.4 MB/s after, the same peak RSS
+//! (333–345 MB); the decisions at 1M pages no slower: docs/benchmarks/2026-11-28-per-core.md.
 
 /// The environment variable the C library reads its tunables from.
 pub const TUNABLES: &str = "GLIBC_TUNABLES";

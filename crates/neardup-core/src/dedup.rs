@@ -497,8 +497,7 @@ impl<'a> Keys<'a> {
         let Some(host) = self.host else {
             return false;
         };
-        self.sigs
-            .is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries())
+        self.same_sigs(doc)
             && crate::signature::software::containment(self.blocks, &doc.blocks)
                 .is_some_and(|shared| shared < HOST_BLOCKS_SHARED)
             && host_hash(&doc.url) == host
@@ -516,11 +515,14 @@ impl<'a> Keys<'a> {
         self.identity.is_some() && self.identity == doc.identity
     }
 
+    /// One (non-empty) signature set.
+    fn same_sigs(&self, doc: &DocRecord) -> bool {
+        (self.sigs).is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries())
+    }
+
     /// One title and one (non-empty) signature set.
     fn same_title_and_sigs(&self, doc: &DocRecord) -> bool {
-        self.title.is_some()
-            && self.title == doc.title
-            && (self.sigs).is_some_and(|s| s.set_len() > 0 && s.entries() == doc.sigs.entries())
+        self.title.is_some() && self.title == doc.title && self.same_sigs(doc)
     }
 }
 

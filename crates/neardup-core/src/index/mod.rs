@@ -791,7 +791,7 @@ impl Index {
         let tagged = self.params.signature.host_text();
         if let Some(s) = self.software.as_mut() {
             let blocks = crate::signature::software::counted(&rec.blocks, tagged);
-            s.observe(freq::host_hash(&rec.url), rec.fp64(), &blocks);
+            s.observe(freq::host_hash(&rec.url), rec.fp64(), blocks);
         }
         Ok(num)
     }

@@ -73,7 +73,7 @@ impl Index {
                 match DocRecord::decode(v) {
                     Ok(rec) => {
                         let blocks = crate::signature::software::counted(&rec.blocks, tagged);
-                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), &blocks);
+                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), blocks);
                         true
                     }
                     Err(e) => {

@@ -31,12 +31,12 @@
 //!
 //! With text rules 7 the tables are sized to what was counted ([`SoftwareText::growing`]):
 //! they start at 2^[`START_LOG2`] slots and double whenever more than one slot in 32 is
-//! taken, up to the sizes above. A doubling moves every entry to the slot its key
-//! gives in the larger table (the keys' low bits pick the slot in both, so no two entries
-//! meet), which depends only on what was counted before it: a recount gives the same tables.
-//! At text rules 6 the tables are whole from the start, as they were (64 MiB for any index:
-//! a process that counts a few thousand pages spent a twentieth of its time having the
-//! system zero the pages they touched).
+//! taken, up to the sizes above. A doubling moves every entry to the slot its key gives in
+//! the larger table (the same bits of the key pick the slot in both, one more of them in
+//! the larger, so no two entries meet), which depends only on what was counted before it:
+//! a recount gives the same tables. At text rules 6 the tables are whole from the start, as
+//! they were: 64 MiB for any index, the README's 13-page example included (it now holds
+//! 64 KB).
 
 use std::io::{Read, Write};
 
@@ -212,9 +212,9 @@ impl SoftwareText {
 
     /// Counts one decided page of `host` ([`super::freq::host_hash`]) with fingerprint `fp`
     /// (its first 64 bits) and the short blocks `blocks`.
-    pub fn observe(&mut self, host: u64, fp: u64, blocks: &[u32]) {
+    pub fn observe(&mut self, host: u64, fp: u64, blocks: impl IntoIterator<Item = u32>) {
         let host32 = ((host >> 32) as u32) | 1;
-        for &b in blocks {
+        for b in blocks {
             let key = mix(u64::from(b) ^ host.rotate_left(23));
             let slot = self.first_slot(key);
             let tag = ((key >> 32) as u32) | 1;
@@ -455,10 +455,10 @@ fn read_header(r: &mut impl Read, growing: bool) -> std::io::Result<SoftwareText
         (first_log2, blocks_log2) == (FIRST_LOG2, BLOCKS_LOG2)
     };
     if !fits {
+        let expected = if growing { "at most " } else { "" };
         return Err(bad(format!(
             "software-text tables of 2^{first_log2} and 2^{blocks_log2} slots, expected \
-             {} 2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}",
-            if growing { "at most" } else { "" }
+             {expected}2^{FIRST_LOG2} and 2^{BLOCKS_LOG2}"
         )));
     }
     r.read_exact(&mut b8)?;
@@ -520,16 +520,16 @@ mod tests {
         );
         let block = 42;
         for (i, host) in [a, b].into_iter().enumerate() {
-            s.observe(host, FAR, &[block]);
-            s.observe(host, FAR2, &[block]);
+            s.observe(host, FAR, [block]);
+            s.observe(host, FAR2, [block]);
             assert!(!s.is_software(block), "{i}: two hosts are not enough");
         }
-        s.observe(c, FAR, &[block]);
+        s.observe(c, FAR, [block]);
         assert!(
             !s.is_software(block),
             "one page of the third host is not template text"
         );
-        s.observe(c, FAR2, &[block]);
+        s.observe(c, FAR2, [block]);
         assert!(s.is_software(block));
         assert_eq!(s.found(), 1);
         assert!(!s.is_software(43));
@@ -541,13 +541,13 @@ mod tests {
         // a wire story on ten hosts, each host printing it twice: the same fingerprint
         for h in 1..=10u64 {
             let host = h << 40;
-            s.observe(host, 0x1234, &[7]);
-            s.observe(host, 0x1234 ^ 0xff, &[7]); // a few bits apart: a near copy
+            s.observe(host, 0x1234, [7]);
+            s.observe(host, 0x1234 ^ 0xff, [7]); // a few bits apart: a near copy
         }
         assert!(!s.is_software(7));
         // one host printing a notice on a hundred different pages
         for p in 0..100u64 {
-            s.observe(9 << 40, mix(p), &[8]);
+            s.observe(9 << 40, mix(p), [8]);
         }
         assert!(!s.is_software(8));
         assert_eq!(s.found(), 0);
@@ -567,7 +567,7 @@ mod tests {
         let run = || {
             let mut s = SoftwareText::new(12, 8);
             for (h, fp, b) in &pages {
-                s.observe(*h, *fp, b);
+                s.observe(*h, *fp, b.iter().copied());
             }
             s
         };
@@ -576,7 +576,7 @@ mod tests {
         assert!(x.is_software(0) && x.is_software(4));
         let mut full = SoftwareText::default();
         for (h, fp, b) in &pages {
-            full.observe(*h, *fp, b);
+            full.observe(*h, *fp, b.iter().copied());
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SNAPSHOT);
@@ -621,7 +621,7 @@ mod tests {
             .collect();
         let run = |s: &mut SoftwareText| {
             for (h, fp, b) in &pages {
-                s.observe(*h, *fp, b);
+                s.observe(*h, *fp, b.iter().copied());
             }
         };
         let mut g = SoftwareText::growing();
@@ -655,8 +655,8 @@ mod tests {
         let (mut back, _) = load(&path, true).unwrap();
         let (mut whole, more) = (g.clone(), [(mix(99) << 8, 5u64, vec![1u32, 2, 3])]);
         for (h, fp, b) in &more {
-            back.observe(*h, *fp, b);
-            whole.observe(*h, *fp, b);
+            back.observe(*h, *fp, b.iter().copied());
+            whole.observe(*h, *fp, b.iter().copied());
         }
         assert_eq!(back, whole);
     }

@@ -42,12 +42,11 @@ pub fn is_long(hash: u32) -> bool {
 
 /// The blocks of `blocks` (a page's, ascending) that the software-text counts read: all of
 /// them with text rules 6, the short ones with 7 and later (`tagged`).
-pub fn counted(blocks: &[u32], tagged: bool) -> std::borrow::Cow<'_, [u32]> {
-    if tagged && blocks.iter().any(|&h| is_long(h)) {
-        std::borrow::Cow::Owned(blocks.iter().copied().filter(|&h| !is_long(h)).collect())
-    } else {
-        std::borrow::Cow::Borrowed(blocks)
-    }
+pub fn counted(blocks: &[u32], tagged: bool) -> impl Iterator<Item = u32> + '_ {
+    blocks
+        .iter()
+        .copied()
+        .filter(move |&h| !(tagged && is_long(h)))
 }
 
 /// How much of the smaller of two pages' block lists (ascending, distinct) the other one
@@ -129,7 +128,6 @@ fn is_text(text: &Stripped, b: &crate::text::Block, max_link_density: f64) -> bo
 /// (`sign` makes them from the block's tokens, `tokens_of` those from its text) that are in
 /// `page` (the page's signatures). With `long` (text rules 7 and later), the long blocks'
 /// hashes too, every hash tagged by bit 0 ([`is_long`]).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn of(
     text: &Stripped,
     max_link_density: f64,

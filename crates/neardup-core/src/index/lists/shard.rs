@@ -513,24 +513,8 @@ impl Shard {
     /// Sorts the buffer into the middle run, and the middle run into the base when it has
     /// reached [`middle_limit`]; whether it did the latter.
     fn flush(&mut self) -> bool {
-        let k = usize::from(self.buf_len);
-        if k > 0 {
-            // the buffer never holds more: push flushes at PENDING, pull only removes
-            debug_assert!(k <= PENDING);
-            let mut stack = [(0u16, 0u32); PENDING];
-            let pairs = &mut stack[..k];
-            let (keys, docs) = self.pending();
-            for (p, (&l, &d)) in pairs.iter_mut().zip(keys.iter().zip(docs)) {
-                *p = (l, d);
-            }
-            pairs.sort_unstable();
-            let mut lo = [0u16; PENDING];
-            let mut doc = [0u32; PENDING];
-            for (j, &(l, d)) in pairs.iter().enumerate() {
-                lo[j] = l;
-                doc[j] = d;
-            }
-            self.mid = merge_runs(self.mid.lo(), self.mid.doc(), &lo[..k], &doc[..k]);
+        if self.buf_len > 0 {
+            self.mid = self.mid_with_buffer();
             self.buf_len = 0;
         }
         if self.mid.len() >= middle_limit(self.base.len()) {
@@ -555,6 +539,28 @@ impl Shard {
         self.mid = Run::default();
     }
 
+    /// The middle run with the buffer's entries merged in (a new run; the shard is left as
+    /// it is).
+    fn mid_with_buffer(&self) -> Run {
+        let k = usize::from(self.buf_len);
+        // the buffer never holds more: push flushes at PENDING, pull only removes
+        debug_assert!(k <= PENDING);
+        let mut stack = [(0u16, 0u32); PENDING];
+        let pairs = &mut stack[..k];
+        let (keys, docs) = self.pending();
+        for (p, (&l, &d)) in pairs.iter_mut().zip(keys.iter().zip(docs)) {
+            *p = (l, d);
+        }
+        pairs.sort_unstable();
+        let mut lo = [0u16; PENDING];
+        let mut doc = [0u32; PENDING];
+        for (j, &(l, d)) in pairs.iter().enumerate() {
+            lo[j] = l;
+            doc[j] = d;
+        }
+        merge_runs(self.mid.lo(), self.mid.doc(), &lo[..k], &doc[..k])
+    }
+
     /// Merges every entry into the base.
     #[cfg(test)]
     pub(super) fn merge_all(&mut self) {
@@ -562,50 +568,18 @@ impl Shard {
         self.fold();
     }
 
-    /// Every entry, sorted by (low bits, document), into `lo` and `doc` (cleared first),
-    /// the runs left as they are: a snapshot writes a shard at a time this way, so that it
-    /// needs one shard's copy beside the lists rather than new bases for all of them (merged
-    /// in place at ten million pages, the new bases could not reuse the old ones' memory:
-    /// the stage's peak grew by 3.5 GiB at its stop). `scratch` holds the buffer, sorted.
-    pub(super) fn sorted_into(
-        &self,
-        lo: &mut Vec<u16>,
-        doc: &mut Vec<u32>,
-        scratch: &mut Vec<(u16, u32)>,
-    ) {
-        lo.clear();
-        doc.clear();
-        let (plo, pdoc) = self.pending();
-        scratch.clear();
-        scratch.extend(plo.iter().copied().zip(pdoc.iter().copied()));
-        scratch.sort_unstable();
-        let runs = [
-            (self.base.lo(), self.base.doc()),
-            (self.mid.lo(), self.mid.doc()),
-        ];
-        let mut at = [0usize; 3];
-        let entry = |r: usize, i: usize| -> Option<(u16, u32)> {
-            match r {
-                0 | 1 => Some((*runs[r].0.get(i)?, runs[r].1[i])),
-                _ => scratch.get(i).copied(),
-            }
-        };
-        loop {
-            let mut best: Option<(usize, (u16, u32))> = None;
-            for (r, &i) in at.iter().enumerate() {
-                if let Some(e) = entry(r, i) {
-                    if best.is_none_or(|(_, b)| e < b) {
-                        best = Some((r, e));
-                    }
-                }
-            }
-            let Some((r, (l, d))) = best else {
-                break;
-            };
-            lo.push(l);
-            doc.push(d);
-            at[r] += 1;
+    /// Calls `f` with every entry, sorted by (low bits, document), the shard left as it is:
+    /// the base itself when nothing is outside it, else the runs merged into new ones as
+    /// [`Shard::flush`] and [`Shard::fold`] merge them. A snapshot writes a shard at a time
+    /// this way, so that writing it changes nothing in the lists and holds one shard's copy
+    /// at most beside them.
+    pub(super) fn with_entries<R>(&self, f: impl FnOnce(&[u16], &[u32]) -> R) -> R {
+        let recent = self.mid_with_buffer();
+        if recent.is_empty() {
+            return f(self.base.lo(), self.base.doc());
         }
+        let all = merge_runs(self.base.lo(), self.base.doc(), recent.lo(), recent.doc());
+        f(all.lo(), all.doc())
     }
 
     /// Removes the entry (lo, doc); whether it was there.
@@ -726,10 +700,9 @@ mod tests {
         assert_eq!(entries(&s), want);
         assert!(!s.base.is_empty() && !s.mid.is_empty() && s.buf_len > 0);
         // what a snapshot writes: every entry of the three runs, in order, the runs kept
-        let (mut lo, mut doc, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         let (base, mid) = (s.base.len(), s.mid.len());
-        s.sorted_into(&mut lo, &mut doc, &mut scratch);
-        let merged: Vec<(u16, u32)> = lo.iter().copied().zip(doc.iter().copied()).collect();
+        let merged: Vec<(u16, u32)> =
+            s.with_entries(|lo, doc| lo.iter().copied().zip(doc.iter().copied()).collect());
         assert_eq!(merged, want);
         assert_eq!((s.base.len(), s.mid.len()), (base, mid));
         for key in [0u16, 97, 97 * 508, 5, u16::MAX] {

@@ -175,7 +175,7 @@ fn invalid(what: impl Into<String>) -> io::Error {
 
 impl Lists {
     /// Writes the lists to `path` (through a temporary file renamed into place, synced), each
-    /// shard's entries merged as they are written ([`Shard::sorted_into`]); the lists are
+    /// shard's entries merged as they are written ([`Shard::with_entries`]); the lists are
     /// left as they were.
     pub fn save(&self, path: &Path, stamp: Stamp) -> io::Result<()> {
         let tmp = path.with_extension("tmp");
@@ -196,13 +196,13 @@ impl Lists {
         w.put(&self.presence.bits().to_le_bytes())?;
         w.put(&(self.lens.len() as u64).to_le_bytes())?;
         put_values(&mut w, &self.lens, &mut buf)?;
-        let (mut lo, mut doc, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         for sh in &self.shards {
-            sh.sorted_into(&mut lo, &mut doc, &mut scratch);
-            let k = u32::try_from(lo.len()).map_err(|_| invalid("shard too large"))?;
-            w.put(&k.to_le_bytes())?;
-            put_values(&mut w, &lo, &mut buf)?;
-            put_values(&mut w, &doc, &mut buf)?;
+            sh.with_entries(|lo, doc| {
+                let k = u32::try_from(lo.len()).map_err(|_| invalid("shard too large"))?;
+                w.put(&k.to_le_bytes())?;
+                put_values(&mut w, lo, &mut buf)?;
+                put_values(&mut w, doc, &mut buf)
+            })?;
         }
         let crc = w.crc.clone().finalize();
         w.inner.write_all(&crc.to_le_bytes())?;

@@ -9,11 +9,11 @@ use anyhow::{anyhow, Context, Result};
 use tokio::sync::mpsc;
 use tracing::warn;
 
+use super::commit::Committed;
 use super::flow::{
     observe, position_bytes, Extra, Inbound, Job, Outbound, PrepOutput, HEADER_CANONICAL,
     HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
 };
-use super::produce::Committed;
 use super::settings::StageSettings;
 use crate::dedup::{Deduplicator, PageRef, WAL_BATCH};
 use crate::index::{DecisionKind, Index};
@@ -21,6 +21,9 @@ use crate::prepare::Prepared;
 use crate::record::now_secs;
 use crate::record::{self, changelog, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry as tm;
+
+/// What the decider thread hands back: the index, its counts and how it ended.
+pub(super) type Decided = (Option<Deduplicator>, Counts, Result<()>);
 
 /// What the decider decided, for the summary.
 #[derive(Default)]

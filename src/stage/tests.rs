@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
+use super::commit::Committed;
 use super::decide::{decide_loop, Counts};
 use super::flow::{InFlight, Inbound, Job, Outbound, PrepOutput};
 use super::flow::{HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON};
 use super::kafka::{self, StageContext};
-use super::produce::{produce_loop, Committed};
+use super::produce::produce_loop;
 use super::{Mode, StageSettings};
 use crate::config::{Config, FileConfig, KafkaOptions, Options, Role, StageOptions};
 use crate::dedup::Deduplicator;
@@ -82,7 +83,7 @@ fn job(s: &StageSettings, dedup: &Deduplicator, offset: i64, payload: &[u8]) -> 
             timestamp_ms: Some(1_764_000_000_000),
             consumed: now,
             broker_wait: None,
-            head: payload[..payload.len().min(super::HEAD_BYTES)].to_vec(),
+            head: payload[..payload.len().min(super::flow::HEAD_BYTES)].to_vec(),
             len: payload.len(),
             prepared: None,
             generation: None,

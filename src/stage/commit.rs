@@ -1,0 +1,136 @@
+//! The commit task of exactly-once: the producer's transactions, each closed with the
+//! input positions after its records and published for the decider, whose marks they clear.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, Producer};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use tracing::warn;
+
+use super::flow::Generation;
+use super::kafka::{StageContext, TxnSync};
+use crate::telemetry as tm;
+
+/// Input positions: (topic, partition) → the next offset to read.
+pub(super) type Positions = HashMap<(Arc<str>, i32), i64>;
+
+/// What the commits so far covered: the input positions, and the changelog offset after the
+/// last changelog record they held.
+#[derive(Default)]
+pub(super) struct Committed {
+    pub(super) inputs: Positions,
+    pub(super) changelog_next: Option<i64>,
+}
+
+/// Exactly-once: the producer's transactions. Outputs go into the open transaction; every
+/// `interval` the stage stops sending, waits for the transaction's records to be
+/// acknowledged, adds the input positions after them to it and commits. The positions of
+/// each commit are published to `committed` (the decider clears its marks with them).
+pub(super) struct Transactions {
+    /// The producer's `transactional.id` (for messages).
+    pub(super) id: String,
+    /// How long a transaction collects outputs.
+    pub(super) interval: Duration,
+    /// The positions every commit so far covered.
+    pub(super) committed: Arc<Mutex<Committed>>,
+    /// Counts the records committed, for a revocation waiting for them.
+    pub(super) sync: Arc<TxnSync>,
+}
+
+/// How long one attempt at a transaction call may take (a retriable failure is tried again).
+const TRANSACTION_CALL: Duration = Duration::from_secs(10);
+
+/// Runs a transaction call on this thread (the runtime moves its other tasks away), again
+/// while it fails in a way the client calls retriable; each attempt under the watchdog's
+/// deadline ([`super::watchdog`]).
+pub(super) fn transaction_call(
+    what: &str,
+    txn: &Transactions,
+    mut call: impl FnMut() -> Result<(), KafkaError>,
+) -> Result<()> {
+    tokio::task::block_in_place(|| loop {
+        let attempt = {
+            let _watch = super::watchdog::watch(what, &txn.id);
+            call()
+        };
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(KafkaError::Transaction(e)) if e.is_retriable() => {
+                warn!(error = %e, transactional_id = %txn.id, "{what}: trying again");
+            }
+            Err(e) => return Err(transaction_error(what, txn, e)),
+        }
+    })
+}
+
+/// The error that stops the stage when a transaction cannot go on.
+fn transaction_error(what: &str, txn: &Transactions, e: KafkaError) -> anyhow::Error {
+    let fenced = match &e {
+        KafkaError::Transaction(t) => {
+            t.is_fatal()
+                && matches!(
+                    t.code(),
+                    RDKafkaErrorCode::ProducerFenced
+                        | RDKafkaErrorCode::InvalidProducerEpoch
+                        | RDKafkaErrorCode::Fenced
+                )
+        }
+        _ => false,
+    };
+    if fenced {
+        anyhow!(
+            "fenced: another process started with transactional id {} (a newer instance of \
+             this index's stage, or its standby taking over); this one writes nothing more \
+             and stops ({what}: {e})",
+            txn.id
+        )
+    } else {
+        anyhow!(
+            "{what} failed: {e}; the open transaction is aborted by the broker and its records \
+             are decided again after a restart (transactional id {})",
+            txn.id
+        )
+    }
+}
+
+/// Commits the open transaction with the input positions after its records, and publishes
+/// them.
+pub(super) async fn commit(
+    t: &Transactions,
+    p: &FutureProducer<StageContext>,
+    group: Option<&Generation>,
+    positions: &mut Positions,
+    changelog_next: Option<i64>,
+) -> Result<()> {
+    let started = Instant::now();
+    if !positions.is_empty() {
+        let mut tpl = TopicPartitionList::new();
+        for ((topic, partition), next) in positions.iter() {
+            tpl.add_partition_offset(topic, *partition, Offset::Offset(*next))
+                .map_err(|e| anyhow!("offset {next} of {topic}/{partition}: {e}"))?;
+        }
+        let group = group
+            .and_then(|g| g.metadata.as_deref())
+            .ok_or_else(|| anyhow!("the consumer has no group metadata to commit offsets with"))?;
+        transaction_call("add the input offsets to the transaction", t, || {
+            p.send_offsets_to_transaction(&tpl, group, TRANSACTION_CALL)
+        })?;
+    }
+    transaction_call("commit the transaction", t, || {
+        p.commit_transaction(TRANSACTION_CALL)
+    })?;
+    metrics::counter!(tm::TRANSACTIONS).increment(1);
+    metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS).record(started.elapsed().as_secs_f64());
+    let mut c = t.committed.lock().unwrap_or_else(|e| e.into_inner());
+    for (k, v) in positions.drain() {
+        c.inputs.insert(k, v);
+    }
+    if changelog_next.is_some() {
+        c.changelog_next = changelog_next;
+    }
+    Ok(())
+}

@@ -22,7 +22,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
 use crate::bench_stage::{
-    cpu_seconds, create_topics, load_lines, produce, settings, stop_when_answered, Reads,
+    cpu_seconds, create_topics, load_lines, produce, settings, stop_when_answered, Loader, Reads,
 };
 use crate::config::Role;
 use crate::dedup::{Deduplicator, PageRef};
@@ -113,6 +113,8 @@ pub struct DeciderBench {
     pub fill_records_per_second: f64,
     /// The decider's peak resident memory (VmHWM), MiB, read before it stopped.
     pub peak_rss_mib: f64,
+    /// Its peak over its whole life, the clean stop and the lists snapshot included, MiB.
+    pub stop_peak_rss_mib: f64,
     /// With a feed: its rate, records a second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub feed_records_per_second: Option<f64>,
@@ -277,14 +279,35 @@ struct Proc {
 }
 
 impl Proc {
-    fn stop(mut self) -> Result<()> {
+    /// Stops the process with SIGTERM (a clean stop: it drains, flushes its index and
+    /// writes its lists snapshot) and returns its peak resident memory over its whole life,
+    /// the stop included, in MiB (the kernel's account of the child, read when it is reaped).
+    fn stop(mut self) -> Result<f64> {
+        let pid = self.child.id();
         let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &pid.to_string()])
             .status();
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
-            if self.child.try_wait()?.is_some() {
-                return Ok(());
+            let mut status = 0;
+            // SAFETY: an all-zero rusage is valid, and wait4 writes only into the two
+            // locals; it reaps only this child.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            let got =
+                unsafe { libc::wait4(pid as libc::pid_t, &mut status, libc::WNOHANG, &mut usage) };
+            if got == pid as libc::pid_t {
+                // reaped here, so the handle must not signal that process id again when
+                // dropped (it may be another process's by then); it holds no pipes
+                std::mem::forget(self);
+                // ru_maxrss is in KiB on Linux
+                return Ok(usage.ru_maxrss as f64 / 1024.0);
+            }
+            if got < 0 {
+                bail!(
+                    "cannot wait for {}: {}",
+                    self.log.display(),
+                    std::io::Error::last_os_error()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -481,33 +504,58 @@ fn record_sizes(lines: &[Vec<u8>], params: &IndexParams) -> Result<(f64, f64, f6
 
 /// `n` signed records of synthetic pages, as JSON, in stream order.
 fn synthetic_signed(n: usize, params: &IndexParams) -> Result<Vec<Vec<u8>>> {
-    let mut g = Generator::new(Synth::default());
-    let sig_id = signature_id(&params.signature);
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let p = g.next_page();
-        let page = ValidPage {
-            page: Page {
-                id: Some(p.id.clone()),
-                url: p.url.clone(),
-                html: String::new(),
-                fetched_at: None,
-                headers: None,
-            },
-            doc_id: p.id,
-            fetched_at: None,
-        };
-        let source = Consumed {
-            topic: "pages".into(),
-            partition: 0,
-            offset: i as i64,
-            timestamp_ms: Some(1_795_000_000_000 + i as i64),
-        };
-        let r = SignedRecord::new(&page, &p.signed, &sig_id, false, source);
-        out.push(serde_json::to_vec(&r)?);
-    }
-    Ok(out)
+    SyntheticSigned::new(params).take(n)
 }
+
+/// Signed records of synthetic pages, as JSON, in stream order, made a chunk at a time.
+struct SyntheticSigned {
+    g: Generator,
+    sig_id: String,
+    next: usize,
+}
+
+impl SyntheticSigned {
+    fn new(params: &IndexParams) -> SyntheticSigned {
+        SyntheticSigned {
+            g: Generator::new(Synth::default()),
+            sig_id: signature_id(&params.signature),
+            next: 0,
+        }
+    }
+
+    /// The next `n` records.
+    fn take(&mut self, n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let i = self.next;
+            self.next += 1;
+            let p = self.g.next_page();
+            let page = ValidPage {
+                page: Page {
+                    id: Some(p.id.clone()),
+                    url: p.url.clone(),
+                    html: String::new(),
+                    fetched_at: None,
+                    headers: None,
+                },
+                doc_id: p.id,
+                fetched_at: None,
+            };
+            let source = Consumed {
+                topic: "pages".into(),
+                partition: 0,
+                offset: i as i64,
+                timestamp_ms: Some(1_795_000_000_000 + i as i64),
+            };
+            let r = SignedRecord::new(&page, &p.signed, &self.sig_id, false, source);
+            out.push(serde_json::to_vec(&r)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Records made and loaded at once, this many at a time.
+const LOAD_CHUNK: usize = 100_000;
 
 /// `--latency-only`: the latency run alone.
 pub fn run_latency(a: &BenchScaleoutArgs, feed: f64) -> Result<LatencyBench> {
@@ -589,23 +637,36 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         "neardup-lab scaleout --decider-only: {fill} pages, then {measured} measured, {}",
         a.guarantee.as_str()
     );
-    let mut synth = synthetic_signed(total, &params)?;
     let port = free_port()?;
     create_topics(b, &[t("signed"), t("changelog")], 1)?;
     create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
-    // with a feed, the measured records are sent at its rate once the index is filled
-    let fed = match a.decider_feed {
-        Some(_) => synth.split_off(fill),
-        None => Vec::new(),
+    // made and loaded a chunk at a time (the records of 10M pages are 18 GB); with a feed,
+    // the measured records are sent at its rate once the index is filled
+    let mut synth = SyntheticSigned::new(&params);
+    let loaded = if a.decider_feed.is_some() {
+        fill
+    } else {
+        total
     };
     let tp = Instant::now();
-    produce(b, &t("signed"), &synth, 1, None)?;
+    let mut load = Loader::new(b, &t("signed"), 1, false, 0)?;
+    let mut done = 0;
+    while done < loaded {
+        let n = LOAD_CHUNK.min(loaded - done);
+        for r in synth.take(n)? {
+            load.send(&r)?;
+        }
+        done += n;
+    }
+    load.finish()?;
     eprintln!(
-        "  {} synthetic signed records loaded ({:.0} records/s)",
-        synth.len(),
-        synth.len() as f64 / tp.elapsed().as_secs_f64()
+        "  {loaded} synthetic signed records loaded ({:.0} records/s)",
+        loaded as f64 / tp.elapsed().as_secs_f64()
     );
-    drop(synth);
+    let fed = match a.decider_feed {
+        Some(_) => synth.take(measured)?,
+        None => Vec::new(),
+    };
     let dir = tempfile::tempdir()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let pin = a.pin == Some(Role::Decider) && cores >= 2;
@@ -737,7 +798,8 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
     );
     let log = d.log.clone();
-    d.stop()?;
+    let stop_peak_rss_mib = d.stop()?;
+    eprintln!("  peak RSS with the clean stop (snapshot written): {stop_peak_rss_mib:.0} MiB");
     drop(pinned);
     let hops = match a.decider_feed {
         None => Default::default(),
@@ -774,6 +836,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         broker_cpu_ms_per_record: broker,
         fill_records_per_second: fill_rate,
         peak_rss_mib,
+        stop_peak_rss_mib,
         feed_records_per_second: a.decider_feed,
         hops,
     })

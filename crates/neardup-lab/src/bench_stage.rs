@@ -234,9 +234,8 @@ pub(super) fn produce(
     partitions: i32,
     rate: Option<f64>,
 ) -> Result<()> {
-    use rdkafka::error::{KafkaError, RDKafkaErrorCode};
     let longest = lines.iter().map(Vec::len).max().unwrap_or(0);
-    let p = producer(brokers, rate.is_some(), longest)?;
+    let mut load = Loader::new(brokers, topic, partitions, rate.is_some(), longest)?;
     let mut started = Instant::now();
     for (i, l) in lines.iter().enumerate() {
         if let Some(r) = rate {
@@ -244,7 +243,7 @@ pub(super) fn produce(
             // producer's own start (its idempotent producer id, about 0.5 s from the test
             // broker) is not counted as the broker's delay of the pages behind it
             if i == 1 {
-                p.flush(Duration::from_secs(60))?;
+                load.p.flush(Duration::from_secs(60))?;
                 started = Instant::now();
             }
             let due = Duration::from_secs_f64(i.saturating_sub(1) as f64 / r);
@@ -252,50 +251,96 @@ pub(super) fn produce(
                 std::thread::sleep(wait);
             }
         }
+        load.send(l)?;
+    }
+    load.finish()
+}
+
+/// A load of records into one topic, sent as they come (a benchmark that makes its records
+/// a chunk at a time never holds them all), round-robin over the partitions.
+pub(super) struct Loader {
+    p: BaseProducer<Deliveries>,
+    topic: String,
+    partitions: i32,
+    sent: usize,
+}
+
+impl Loader {
+    /// `longest`: the longest record to come (0: none above the stock broker's limit).
+    pub(super) fn new(
+        brokers: &str,
+        topic: &str,
+        partitions: i32,
+        feeding: bool,
+        longest: usize,
+    ) -> Result<Loader> {
+        Ok(Loader {
+            p: producer(brokers, feeding, longest)?,
+            topic: topic.to_string(),
+            partitions,
+            sent: 0,
+        })
+    }
+
+    /// Sends one record; fails on a record the client refuses (a full queue waits at most
+    /// [`QUEUE_FULL_FOR`]).
+    pub(super) fn send(&mut self, l: &[u8]) -> Result<()> {
+        use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+        let i = self.sent;
         let key = format!("k{i}");
-        let mut rec: BaseRecord<'_, str, [u8], ()> = BaseRecord::to(topic)
-            .partition(i as i32 % partitions)
+        let mut rec: BaseRecord<'_, str, [u8], ()> = BaseRecord::to(&self.topic)
+            .partition(i as i32 % self.partitions)
             .key(key.as_str())
-            .payload(&l[..]);
+            .payload(l);
         let full_since = Instant::now();
         loop {
-            match p.send(rec) {
+            match self.p.send(rec) {
                 Ok(()) => break,
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back))
                     if full_since.elapsed() < QUEUE_FULL_FOR =>
                 {
                     rec = back;
-                    p.poll(Duration::from_millis(5));
+                    self.p.poll(Duration::from_millis(5));
                 }
                 Err((e, _)) => bail!(
-                    "record {i} of {} ({} bytes) not sent to {topic}: {e}",
-                    lines.len(),
-                    l.len()
+                    "record {i} ({} bytes) not sent to {}: {e}",
+                    l.len(),
+                    self.topic
                 ),
             }
         }
-        p.poll(Duration::ZERO);
+        self.p.poll(Duration::ZERO);
+        self.sent += 1;
+        Ok(())
     }
-    p.flush(Duration::from_secs(300))
-        .with_context(|| format!("records to {topic} still unacknowledged after 300 s"))?;
-    let failed = p
-        .context()
-        .failed
-        .load(std::sync::atomic::Ordering::Relaxed);
-    if failed > 0 {
-        let first = p
+
+    /// Waits for every record's acknowledgement; fails when any was not delivered.
+    pub(super) fn finish(self) -> Result<()> {
+        let topic = &self.topic;
+        self.p
+            .flush(Duration::from_secs(300))
+            .with_context(|| format!("records to {topic} still unacknowledged after 300 s"))?;
+        let failed = self
+            .p
             .context()
-            .first
-            .lock()
-            .unwrap()
-            .clone()
-            .unwrap_or_default();
-        bail!(
-            "{failed} of {} records to {topic} were not delivered (the first: {first})",
-            lines.len()
-        );
+            .failed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if failed > 0 {
+            let first = self
+                .p
+                .context()
+                .first
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or_default();
+            bail!(
+                "{failed} of {} records to {topic} were not delivered (the first: {first})",
+                self.sent
+            );
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

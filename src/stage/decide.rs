@@ -168,6 +168,21 @@ fn changelog_bound(page: &crate::record::ValidPage, signed: &crate::signature::S
     record * 4 / 3 + own + 256
 }
 
+/// What the decide task holds between records: its settings, the output topics, the marks
+/// of exactly-once and the retention window.
+struct Decider<'a> {
+    s: &'a StageSettings,
+    params_id: String,
+    max_out: usize,
+    unique_t: Arc<str>,
+    dup_t: Arc<str>,
+    dead_t: Arc<str>,
+    changelog: Option<Arc<str>>,
+    /// Exactly-once: the marks of the decisions no commit has covered yet, in decision order.
+    marks: Option<VecDeque<(Arc<str>, i32, i64)>>,
+    retention: Option<crate::dedup::Retention>,
+}
+
 pub(super) fn decide_loop(
     s: &StageSettings,
     dedup: &mut Deduplicator,
@@ -176,20 +191,20 @@ pub(super) fn decide_loop(
     counts: &mut Counts,
     committed: Option<Arc<Mutex<Committed>>>,
 ) -> Result<()> {
-    let params_id = record::params_id(&s.params);
-    // exactly-once: the marks of the decisions no commit has covered yet, in decision order
-    let mut marks: VecDeque<(Arc<str>, i32, i64)> = VecDeque::new();
+    let mut dc = Decider {
+        s,
+        params_id: record::params_id(&s.params),
+        max_out: max_output_bytes(s),
+        unique_t: Arc::from(s.unique_topic.as_str()),
+        dup_t: Arc::from(s.duplicate_topic.as_str()),
+        dead_t: Arc::from(s.dead_letter_topic.as_str()),
+        changelog: s.changelog_topic.as_deref().map(Arc::from),
+        marks: committed.as_ref().map(|_| VecDeque::new()),
+        retention: crate::dedup::Retention::new(s.retention, s.max_pages),
+    };
     // exactly-once: the changelog offset after the last commit, as recorded in the index
     let mut changelog_next: Option<i64> = None;
-    let max_out = max_output_bytes(s);
-    let (unique_t, dup_t, dead_t): (Arc<str>, Arc<str>, Arc<str>) = (
-        Arc::from(s.unique_topic.as_str()),
-        Arc::from(s.duplicate_topic.as_str()),
-        Arc::from(s.dead_letter_topic.as_str()),
-    );
-    let changelog: Option<Arc<str>> = s.changelog_topic.as_deref().map(Arc::from);
-    dedup.index_mut().set_journal(changelog.is_some());
-    let mut retention = crate::dedup::Retention::new(s.retention, s.max_pages);
+    dedup.index_mut().set_journal(dc.changelog.is_some());
     // the index as opened (or restored) is shown before the first record comes
     publish_index_stats(dedup.index());
     let mut last_stats = Instant::now();
@@ -208,124 +223,11 @@ pub(super) fn decide_loop(
         {
             return Ok(());
         }
-        let mut ob = match take(job, &dead_t, max_out, counts)? {
+        let mut ob = match take(job, &dc.dead_t, dc.max_out, counts)? {
             Err(dead) => dead,
-            Ok(Taken {
-                inbound,
-                page,
-                signed,
-                ..
-            }) if changelog.is_some() && changelog_bound(&page, &signed) > max_out => {
-                // its changelog record could not be written: the stage would stop on it
-                // at every start
-                counts.dead_letter += 1;
-                let bad = BadRecord {
-                    reason: BadReason::TooLarge,
-                    detail: format!(
-                        "the page's index record (with its id, URL and {} signatures) would \
-                         not fit the changelog's record limit of {max_out} bytes",
-                        signed.sigs.set_len()
-                    ),
-                };
-                let head = inbound.head.clone();
-                dead_letter(inbound, &bad, &head, &dead_t, max_out)
-            }
-            Ok(Taken {
-                inbound,
-                page,
-                signed,
-                has_text,
-                origin_ms,
-            }) => {
-                let first_seen = page
-                    .fetched_at
-                    .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
-                    .unwrap_or_else(now_secs);
-                if committed.is_some() {
-                    // written to the log before the decision: a crash before the commit
-                    // leaves a mark, and the next start removes what the decision stored
-                    let position =
-                        position_bytes(&inbound.topic, inbound.partition, inbound.offset);
-                    dedup
-                        .index_mut()
-                        .mark_pending(&position, &page.doc_id)
-                        .context("the index cannot record a decision")?;
-                    marks.push_back((
-                        Arc::clone(&inbound.topic),
-                        inbound.partition,
-                        inbound.offset,
-                    ));
-                }
-                let t = Instant::now();
-                let outcome = dedup
-                    .decide(
-                        PageRef {
-                            id: &page.doc_id,
-                            url: &page.page.url,
-                            first_seen,
-                        },
-                        &signed,
-                    )
-                    .context("the index cannot record a decision")?;
-                observe("lookup", t.elapsed());
-                if outcome.repeated {
-                    counts.repeated += 1;
-                    metrics::counter!(tm::REPEATED_IDS).increment(1);
-                }
-                // a signed record carries the text unless its signer left it out
-                let keep_text = s.keep_text && has_text;
-                let mut rec = record::tagged(
-                    &page,
-                    &signed,
-                    &outcome.decision,
-                    outcome.repeated,
-                    &s.params,
-                    &params_id,
-                    keep_text,
-                );
-                rec.dedup.repeated = None;
-                let mut payload = serde_json::to_vec(&rec)?;
-                if payload.len() > max_out && rec.text.is_some() {
-                    rec.text = None;
-                    payload = serde_json::to_vec(&rec)?;
-                }
-                let (topic, label) = match outcome.decision.kind {
-                    DecisionKind::Unique => {
-                        counts.unique += 1;
-                        (&unique_t, "unique")
-                    }
-                    DecisionKind::Skipped => {
-                        counts.skipped += 1;
-                        (&unique_t, "skipped")
-                    }
-                    DecisionKind::Duplicate => {
-                        counts.duplicate += 1;
-                        (&dup_t, "duplicate")
-                    }
-                };
-                let mut headers = vec![
-                    (HEADER_DECISION, label.to_string()),
-                    (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
-                ];
-                if let Some(c) = &outcome.decision.canonical_id {
-                    headers.push((HEADER_CANONICAL, c.clone()));
-                }
-                if let Some(r) = &mut retention {
-                    r.decided(first_seen);
-                }
-                Outbound {
-                    inbound,
-                    topic: Arc::clone(topic),
-                    payload,
-                    headers,
-                    label,
-                    extra: Vec::new(),
-                    decided: Instant::now(),
-                    origin_ms,
-                }
-            }
+            Ok(taken) => dc.decide_one(dedup, taken, counts)?,
         };
-        if let Some(r) = retention.as_mut().filter(|r| r.due()) {
+        if let Some(r) = dc.retention.as_mut().filter(|r| r.due()) {
             // nor through a sweep
             if !publish(dedup.index(), &mut ready, &out)? {
                 return Ok(());
@@ -336,9 +238,9 @@ pub(super) fn decide_loop(
         }
         // the index mutations of this record (and of a sweep) go to the changelog with it:
         // its offset is stored once all of them are acknowledged
-        if let Some(topic) = &changelog {
+        if let Some(topic) = &dc.changelog {
             for m in dedup.index_mut().take_journal() {
-                let (key, value) = changelog::encode(&m, &params_id);
+                let (key, value) = changelog::encode(&m, &dc.params_id);
                 ob.extra.push(Extra {
                     topic: Arc::clone(topic),
                     key,
@@ -360,8 +262,8 @@ pub(super) fn decide_loop(
         }
         // exact and cheap: kept current, where the families' figures wait for their interval
         metrics::gauge!(tm::INDEX_PAGES).set(dedup.index().pages() as f64);
-        if let Some(c) = &committed {
-            clear_committed(dedup.index_mut(), &mut marks, c, &mut changelog_next)?;
+        if let (Some(c), Some(marks)) = (&committed, dc.marks.as_mut()) {
+            clear_committed(dedup.index_mut(), marks, c, &mut changelog_next)?;
         }
         if last_stats.elapsed() >= Duration::from_secs(15) {
             last_stats = Instant::now();
@@ -371,6 +273,150 @@ pub(super) fn decide_loop(
     }
     publish_index_stats(dedup.index());
     Ok(())
+}
+
+impl Decider<'_> {
+    /// Decides one prepared page and makes its output record (a dead letter when its
+    /// changelog record could not be written).
+    fn decide_one(
+        &mut self,
+        dedup: &mut Deduplicator,
+        taken: Taken,
+        counts: &mut Counts,
+    ) -> Result<Outbound> {
+        let Taken {
+            inbound,
+            page,
+            signed,
+            has_text,
+            origin_ms,
+        } = taken;
+        if self.changelog.is_some() && changelog_bound(&page, &signed) > self.max_out {
+            // its changelog record could not be written: the stage would stop on it at
+            // every start
+            counts.dead_letter += 1;
+            let bad = BadRecord {
+                reason: BadReason::TooLarge,
+                detail: format!(
+                    "the page's index record (with its id, URL and {} signatures) would not \
+                     fit the changelog's record limit of {} bytes",
+                    signed.sigs.set_len(),
+                    self.max_out
+                ),
+            };
+            let head = inbound.head.clone();
+            return Ok(dead_letter(
+                inbound,
+                &bad,
+                &head,
+                &self.dead_t,
+                self.max_out,
+            ));
+        }
+        let first_seen = page
+            .fetched_at
+            .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
+            .unwrap_or_else(now_secs);
+        if let Some(marks) = &mut self.marks {
+            // written to the log before the decision: a crash before the commit leaves a
+            // mark, and the next start removes what the decision stored
+            let position = position_bytes(&inbound.topic, inbound.partition, inbound.offset);
+            dedup
+                .index_mut()
+                .mark_pending(&position, &page.doc_id)
+                .context("the index cannot record a decision")?;
+            marks.push_back((
+                Arc::clone(&inbound.topic),
+                inbound.partition,
+                inbound.offset,
+            ));
+        }
+        let t = Instant::now();
+        let outcome = dedup
+            .decide(
+                PageRef {
+                    id: &page.doc_id,
+                    url: &page.page.url,
+                    first_seen,
+                },
+                &signed,
+            )
+            .context("the index cannot record a decision")?;
+        observe("lookup", t.elapsed());
+        if outcome.repeated {
+            counts.repeated += 1;
+            metrics::counter!(tm::REPEATED_IDS).increment(1);
+        }
+        if let Some(r) = &mut self.retention {
+            r.decided(first_seen);
+        }
+        self.output(
+            inbound, &page, &signed, &outcome, has_text, origin_ms, counts,
+        )
+    }
+
+    /// The tagged record of a decision, for the topic of its kind (the text left out when
+    /// the record would be too large with it).
+    #[allow(clippy::too_many_arguments)]
+    fn output(
+        &self,
+        inbound: Inbound,
+        page: &crate::record::ValidPage,
+        signed: &crate::signature::Signed,
+        outcome: &crate::dedup::Outcome,
+        has_text: bool,
+        origin_ms: Option<i64>,
+        counts: &mut Counts,
+    ) -> Result<Outbound> {
+        // a signed record carries the text unless its signer left it out
+        let keep_text = self.s.keep_text && has_text;
+        let mut rec = record::tagged(
+            page,
+            signed,
+            &outcome.decision,
+            outcome.repeated,
+            &self.s.params,
+            &self.params_id,
+            keep_text,
+        );
+        rec.dedup.repeated = None;
+        let mut payload = serde_json::to_vec(&rec)?;
+        if payload.len() > self.max_out && rec.text.is_some() {
+            rec.text = None;
+            payload = serde_json::to_vec(&rec)?;
+        }
+        let (topic, label) = match outcome.decision.kind {
+            DecisionKind::Unique => {
+                counts.unique += 1;
+                (&self.unique_t, "unique")
+            }
+            DecisionKind::Skipped => {
+                counts.skipped += 1;
+                (&self.unique_t, "skipped")
+            }
+            DecisionKind::Duplicate => {
+                counts.duplicate += 1;
+                (&self.dup_t, "duplicate")
+            }
+        };
+        let mut headers = vec![
+            (HEADER_DECISION, label.to_string()),
+            (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
+        ];
+        if let Some(c) = &outcome.decision.canonical_id {
+            headers.push((HEADER_CANONICAL, c.clone()));
+        }
+        Ok(Outbound {
+            inbound,
+            topic: Arc::clone(topic),
+            payload,
+            headers,
+            label,
+            extra: Vec::new(),
+            decided: Instant::now(),
+            origin_ms,
+        })
+    }
 }
 
 /// Clears the marks of the decisions that commits have covered since the last call.

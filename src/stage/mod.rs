@@ -79,7 +79,7 @@ use flow::{Job, Outbound};
 use open::remove_scratch;
 use produce::produce_loop;
 use sign::SignPool;
-use start::{Running, StartUp};
+use start::StartUp;
 
 /// Runs the stage until `shutdown` is triggered (run) or until the replay bounds are reached
 /// (replay); on a stop it drains what is in flight and returns.
@@ -174,7 +174,8 @@ async fn stage(
         );
     }
     let (stop_tx, mut stop_rx) = stop_signals(s, health);
-    let r = match start::start(s, health, service, &mut summary, &stop_tx, &mut stop_rx).await? {
+    let mut r = match start::start(s, health, service, &mut summary, &stop_tx, &mut stop_rx).await?
+    {
         StartUp::Ready(r) => *r,
         StartUp::Stopped { during, by } => {
             info!(
@@ -188,45 +189,33 @@ async fn stage(
             });
         }
     };
-    let Running {
-        dedup,
-        scratch,
-        signer,
-        instance,
-        exactly_once,
-        sync,
-        standby,
-        ctx,
-        consumer,
-        committed,
-        txn,
-        producer,
-        mut bounds,
-    } = r;
+    let exactly_once = r.sync.is_some();
 
-    let pool = SignPool::new(s, signer)?;
+    let pool = SignPool::new(s, Arc::clone(&r.signer))?;
     let permits = Arc::new(Semaphore::new(s.max_in_flight));
     let (job_tx, job_rx) = mpsc::channel::<Job>(s.max_in_flight);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(s.max_in_flight);
-    let decider = spawn_decider(s, dedup, job_rx, out_tx, exactly_once.then_some(committed))?;
+    // exactly-once: the decider clears its marks with what the commits covered
+    let committed = r.txn.as_ref().map(|t| Arc::clone(&t.committed));
+    let decider = spawn_decider(s, r.dedup.take(), job_rx, out_tx, committed)?;
     let producing = tokio::spawn(produce_loop(
-        producer,
+        r.producer.take(),
         Arc::from(s.dead_letter_topic.as_str()),
-        Arc::clone(&consumer),
+        Arc::clone(&r.consumer),
         out_rx,
         s.max_in_flight,
         Arc::clone(health),
         s.dry_run,
-        txn,
+        r.txn.take(),
     ));
     let consumed = Intake {
         s,
         health,
-        consumer: &consumer,
-        ctx: &ctx,
-        instance: instance.as_deref(),
-        sync: sync.as_deref(),
-        bounds: bounds.as_mut(),
+        consumer: &r.consumer,
+        ctx: &r.ctx,
+        instance: r.instance.as_deref(),
+        sync: r.sync.as_deref(),
+        bounds: r.bounds.as_mut(),
         permits,
         pool: &pool,
         jobs: job_tx,
@@ -252,18 +241,18 @@ async fn stage(
     if let Some(e) = &failure {
         stopped_by = "error";
         health.fail(&format!("{e:#}"));
-    } else if standby.as_ref().is_some_and(|sb| sb.lost()) {
+    } else if r.standby.as_ref().is_some_and(|sb| sb.lost()) {
         stopped_by = "handed-over";
     }
     if !s.dry_run && !exactly_once {
-        finish::commit_offsets(&consumer);
+        finish::commit_offsets(&r.consumer);
     }
     if let Some(d) = &mut dedup_back {
         finish::flush_index(s, d, &failure)?;
     }
-    finish::leave(consumer);
+    finish::leave(r.consumer);
     drop(dedup_back);
-    remove_scratch(scratch);
+    remove_scratch(r.scratch);
     summary.stopped_by = stopped_by.into();
     summary.seconds = started.elapsed().as_secs_f64();
     summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);

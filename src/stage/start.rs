@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -17,7 +17,7 @@ use tracing::info;
 use super::align::align_index;
 use super::changelog;
 use super::close::{close_consumer, close_index};
-use super::commit::{transaction_call, Committed, Transactions};
+use super::commit::{transaction_call, Transactions};
 use super::flow::StageSummary;
 use super::kafka::{self, ReplayBounds, StageConsumer, StageContext, TxnSync};
 use super::membership;
@@ -39,12 +39,12 @@ pub(super) struct Running {
     pub(super) scratch: Option<PathBuf>,
     pub(super) signer: Arc<Signer>,
     pub(super) instance: Option<String>,
-    pub(super) exactly_once: bool,
+    /// Exactly-once: how a revocation waits for the records consumed before it.
     pub(super) sync: Option<Arc<TxnSync>>,
     pub(super) standby: Option<Arc<Standby>>,
     pub(super) ctx: StageContext,
     pub(super) consumer: Arc<StageConsumer>,
-    pub(super) committed: Arc<Mutex<Committed>>,
+    /// Exactly-once: the transactions (their commits also tell the decider what they covered).
     pub(super) txn: Option<Transactions>,
     /// None for a dry run.
     pub(super) producer: Option<FutureProducer<StageContext>>,
@@ -170,11 +170,10 @@ fn connect(
     let on_assign = standby.clone().map(|sb| -> Arc<dyn kafka::OnAssign> { sb });
     let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(on_assign);
     let consumer = Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
-    let committed: Arc<Mutex<Committed>> = Arc::default();
     let txn = sync.as_ref().map(|sync| Transactions {
         id: membership::transactional_id(s, instance.as_deref()),
         interval: s.transaction_interval,
-        committed: Arc::clone(&committed),
+        committed: Arc::default(),
         sync: Arc::clone(sync),
     });
     let producer = if s.dry_run {
@@ -191,12 +190,10 @@ fn connect(
         scratch,
         signer,
         instance,
-        exactly_once,
         sync,
         standby,
         ctx,
         consumer,
-        committed,
         txn,
         producer,
         bounds: None,

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("neardup: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(neardup::stage::exit_code(&e))
         }
     }
 }

@@ -438,7 +438,9 @@ pub(super) async fn send(
                 metrics::counter!(tm::CHANGELOG_WRITTEN).increment(1);
                 Ok(delivery.offset)
             }
-            Ok(Err((e, _))) => Err(anyhow!("changelog {topic} refused a record: {e}")),
+            Ok(Err((e, _))) => {
+                Err(anyhow::Error::new(e).context(format!("changelog {topic} refused a record")))
+            }
             Err(_) => Err(anyhow!("changelog {topic}: the delivery was cancelled")),
         }
     }))

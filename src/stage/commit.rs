@@ -13,6 +13,7 @@ use tracing::warn;
 
 use super::flow::Generation;
 use super::kafka::{StageContext, TxnSync};
+use super::restart::DecideAgain;
 use crate::telemetry as tm;
 
 /// Input positions: (topic, partition) → the next offset to read.
@@ -81,6 +82,13 @@ fn transaction_error(what: &str, txn: &Transactions, e: KafkaError) -> anyhow::E
         }
         _ => false,
     };
+    let abort = matches!(&e, KafkaError::Transaction(t) if t.txn_requires_abort());
+    if abort && !fenced {
+        return anyhow::Error::new(DecideAgain(format!(
+            "{what} failed: {e} (transactional id {})",
+            txn.id
+        )));
+    }
     if fenced {
         anyhow!(
             "fenced: another process started with transactional id {} (a newer instance of \

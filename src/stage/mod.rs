@@ -49,6 +49,7 @@ pub mod kafka;
 mod membership;
 mod open;
 mod produce;
+mod restart;
 pub mod settings;
 mod sign;
 mod signer;
@@ -68,6 +69,7 @@ use tracing::{error, info};
 pub use crate::config::Role;
 use crate::http::{AppState, ServiceSlot};
 use crate::telemetry::{self as tm, Health};
+pub use restart::{exit_code, DecideAgain, EXIT_DECIDE_AGAIN};
 pub use settings::{Membership, Mode, StageSettings, Start};
 
 use consume::Intake;

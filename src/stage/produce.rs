@@ -22,6 +22,7 @@ use super::flow::{
     observe, since_ms, Generation, Outbound, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
 };
 use super::kafka::{self, StageConsumer, StageContext};
+use super::restart::{self, DecideAgain};
 use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry::{self as tm, Health};
 
@@ -293,10 +294,17 @@ impl ProduceTask {
         let last_changelog = match extra {
             Ok(last) => last,
             Err(e) => {
-                error!(error = %e, source_topic = %ob.inbound.topic,
+                error!(error = %format!("{e:#}"), source_topic = %ob.inbound.topic,
                     partition = ob.inbound.partition, offset = ob.inbound.offset,
                     "a changelog record was not acknowledged: stopping without committing it");
                 self.health.fail(&format!("{e:#}"));
+                let fault = e
+                    .chain()
+                    .filter_map(|c| c.downcast_ref::<KafkaError>())
+                    .any(restart::broker_fault);
+                if self.txn.is_some() && fault {
+                    return Err(anyhow::Error::new(DecideAgain(format!("{e:#}"))));
+                }
                 return Err(e);
             }
         };
@@ -322,9 +330,13 @@ impl ProduceTask {
                 partition = ob.inbound.partition, offset = ob.inbound.offset,
                 "an output was not acknowledged: stopping without committing it");
             metrics::counter!(tm::KAFKA_ERRORS, "code" => kafka::code(&e)).increment(1);
-            let e = anyhow!("cannot produce to {}: {e}", ob.topic);
-            self.health.fail(&format!("{e:#}"));
-            return Err(e);
+            let fault = self.txn.is_some() && restart::broker_fault(&e);
+            let e = format!("cannot produce to {}: {e}", ob.topic);
+            self.health.fail(&e);
+            return Err(match fault {
+                true => anyhow::Error::new(DecideAgain(e)),
+                false => anyhow!(e),
+            });
         }
         observe("produce", sent.elapsed());
         record_latencies(&ob, lat);

@@ -26,7 +26,7 @@ use tracing::error;
 pub const STALL: Duration = super::kafka::TRANSACTION_TIMEOUT;
 
 /// The exit code of a process that stopped on a stalled transaction call.
-pub const EXIT_STALLED: i32 = 3;
+pub const EXIT_STALLED: i32 = super::restart::EXIT_DECIDE_AGAIN as i32;
 
 struct Call {
     what: String,

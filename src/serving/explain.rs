@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ServeError, Service};
+use super::error::ServeError;
 use crate::dedup::{kept_apart, KeptApart};
 use crate::index::freq::host_hash;
-use crate::index::{DecisionKind, DocRecord, Found, Method, StoredSigs};
+use crate::index::{DecisionKind, DocRecord, Found, IndexReader, Method, StoredSigs};
 use crate::signature::fingerprint::{fingerprint, hamming};
 use crate::signature::{similarity, FingerprintKind, Measure, Signatures, Signer};
 
@@ -155,10 +155,15 @@ pub struct Explanation {
     pub compared: Option<PairExplanation>,
 }
 
-impl Service {
+/// What explaining reads: the index.
+pub(super) struct Explaining<'a> {
+    pub(super) reader: &'a IndexReader,
+}
+
+impl Explaining<'_> {
     /// Explains the decision of `id`, and compares it with `other` (or, for a duplicate,
     /// with its canonical page). `texts` turns signature hashes into strings.
-    pub fn explain(
+    pub(super) fn explain(
         &self,
         id: &str,
         other: Option<&str>,

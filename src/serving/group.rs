@@ -5,9 +5,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ServeError, Service};
-use crate::index::StoredSigs;
-use crate::signature::{group, similarity, Measure, Signatures};
+use super::cache::Cache;
+use super::error::ServeError;
+use super::sigcache::SignatureCache;
+use crate::index::{IndexReader, StoredSigs};
+use crate::signature::{group, similarity, Measure, Signatures, Signer};
 
 /// `POST /v1/group`: the result set, in its order.
 #[derive(Clone, Debug, Deserialize, Serialize, Hash)]
@@ -124,15 +126,25 @@ pub struct GroupResponse {
     pub timing: GroupTiming,
 }
 
-impl Service {
+/// What grouping reads: the index, the signer of inline pages, the bound of a request and
+/// the caches (the service's own).
+pub(super) struct Grouping<'a> {
+    pub(super) reader: &'a IndexReader,
+    pub(super) signer: &'a Signer,
+    pub(super) max_items: usize,
+    pub(super) cache: &'a Cache<Arc<GroupResponse>>,
+    pub(super) signatures: &'a SignatureCache,
+}
+
+impl Grouping<'_> {
     /// Groups a result set (cached by request).
-    pub fn group(&self, req: &GroupRequest) -> Result<Arc<GroupResponse>, ServeError> {
+    pub(super) fn group(&self, req: &GroupRequest) -> Result<Arc<GroupResponse>, ServeError> {
         let started = Instant::now();
-        if req.items.len() > self.limits.max_items {
+        if req.items.len() > self.max_items {
             return Err(ServeError::TooLarge(format!(
                 "{} items; at most {} per request (the server's max-group-items)",
                 req.items.len(),
-                self.limits.max_items
+                self.max_items
             )));
         }
         let tau = match req.threshold {

@@ -7,6 +7,7 @@
 //! `schemas/group-response.v1.schema.json` and `schemas/explain.v1.schema.json`.
 
 mod cache;
+mod error;
 mod explain;
 mod group;
 mod sigcache;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use cache::Cache;
+pub use error::ServeError;
 pub use explain::{Explanation, MethodVerdict, PairExplanation, SignatureComparison, Texts};
 pub use group::{
     Group, GroupMember, GroupRequest, GroupResponse, GroupTiming, Item, PageItem, ThresholdKey,
@@ -46,45 +48,6 @@ impl Default for Limits {
             cache_entries: 10_000,
             cache_ttl: Duration::from_secs(60),
             signature_cache_entries: 100_000,
-        }
-    }
-}
-
-/// Why a request was not answered; the HTTP layer maps each kind to a status code.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// Malformed or inconsistent request (400).
-    #[error("{0}")]
-    BadRequest(String),
-    /// More items than the limit (413).
-    #[error("{0}")]
-    TooLarge(String),
-    /// An id that is not in the index, where one is required (404).
-    #[error("{0}")]
-    NotFound(String),
-    /// The index failed (500).
-    #[error("index: {0}")]
-    Index(#[from] IndexError),
-}
-
-impl ServeError {
-    /// The HTTP status code of this error.
-    pub fn status(&self) -> u16 {
-        match self {
-            ServeError::BadRequest(_) => 400,
-            ServeError::TooLarge(_) => 413,
-            ServeError::NotFound(_) => 404,
-            ServeError::Index(_) => 500,
-        }
-    }
-
-    /// A short machine-readable kind, as in the error body.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            ServeError::BadRequest(_) => "bad_request",
-            ServeError::TooLarge(_) => "too_large",
-            ServeError::NotFound(_) => "not_found",
-            ServeError::Index(_) => "index_error",
         }
     }
 }
@@ -125,6 +88,32 @@ impl Service {
     /// The limits.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Groups a result set (cached by request).
+    pub fn group(&self, req: &GroupRequest) -> Result<Arc<GroupResponse>, ServeError> {
+        group::Grouping {
+            reader: &self.reader,
+            signer: &self.signer,
+            max_items: self.limits.max_items,
+            cache: &self.cache,
+            signatures: &self.signatures,
+        }
+        .group(req)
+    }
+
+    /// Explains the decision of `id`, and compares it with `other` (or, for a duplicate,
+    /// with its canonical page). `texts` turns signature hashes into strings.
+    pub fn explain(
+        &self,
+        id: &str,
+        other: Option<&str>,
+        texts: &Texts,
+    ) -> Result<Explanation, ServeError> {
+        explain::Explaining {
+            reader: &self.reader,
+        }
+        .explain(id, other, texts)
     }
 
     /// Fills the signature cache with the most recent pages of the index (the last as many

@@ -563,5 +563,7 @@ pub fn kept_apart(
         .map(|_| KeptApart::SameHost)
 }
 
+pub mod sharded;
+
 #[cfg(test)]
 mod tests;

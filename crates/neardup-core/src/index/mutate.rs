@@ -7,28 +7,12 @@
 //! stored) and every removed one ([`Mutation::Delete`]) is appended, in order, until the
 //! driver takes them ([`Index::take_journal`]).
 
-use super::{
-    new_epoch, Batch, Column, DecisionKind, DocRecord, Index, IndexError, META_LISTS_EPOCH,
-};
-
-/// One change of the index.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Mutation {
-    /// Document `id` was stored under `num`; `record` is its stored doc record.
-    Put {
-        /// Internal document number.
-        num: u64,
-        /// Document id.
-        id: String,
-        /// The doc record as stored (layout in [`super::docs`]).
-        record: Vec<u8>,
-    },
-    /// Document `id` was removed.
-    Delete {
-        /// Document id.
-        id: String,
-    },
-}
+use super::changes::Mutation;
+use super::docs::{Decision, DecisionKind, DocRecord};
+use super::error::IndexError;
+use super::format::{new_epoch, META_LISTS_EPOCH};
+use super::store::{Batch, Column};
+use super::Index;
 
 impl Index {
     /// Turns the journal on or off (off drops what it holds).
@@ -99,6 +83,39 @@ impl Index {
             self.next_doc = num;
         }
         self.put(rec)?;
+        Ok(true)
+    }
+
+    /// A document stored as unique that was decided otherwise after it was stored (a shard
+    /// of a sharded decider stores the pages it owns before the aggregator decides them,
+    /// [`crate::dedup::sharded`]): its index entries leave and its record is stored again
+    /// with `decision`. The software-text counts, which counted it when it was stored, stay
+    /// as they are (as they count every page decided). Returns false when there is no such
+    /// unique document.
+    pub fn demote(&mut self, id: &str, decision: Decision) -> Result<bool, IndexError> {
+        let Some((num, rec)) = super::reader::find_id(self.store.as_ref(), id)? else {
+            return Ok(false);
+        };
+        if rec.decision.kind != DecisionKind::Unique || decision.kind == DecisionKind::Unique {
+            return Ok(false);
+        }
+        let mut b = Batch::default();
+        self.index_entries(&mut b, &rec, num, false)?;
+        let demoted = DocRecord {
+            decision,
+            ..rec.clone()
+        };
+        let bytes = demoted.encode_with(false);
+        b.put(Column::Docs, &num.to_be_bytes(), &bytes);
+        self.store.write_buffered(b)?;
+        self.memory_entries(&rec, num, false)?;
+        if let Some(j) = self.journal.as_mut() {
+            j.push(Mutation::Put {
+                num,
+                id: rec.id,
+                record: bytes,
+            });
+        }
         Ok(true)
     }
 

@@ -21,7 +21,11 @@
 //! aborted transaction removed): [`Index::rewind_pending`] removes the latter, and reading
 //! the changelog on from the position brings the committed ones back under their numbers.
 
-use super::{reader, Batch, Column, Index, IndexError};
+use super::changes::Undone;
+use super::error::IndexError;
+use super::format::META_NEXT_DOC;
+use super::store::{Batch, Column};
+use super::{reader, Index};
 
 const PREFIX: &[u8] = b"txn/";
 const END: &[u8] = b"txn0"; // '0' follows '/': the first key after every mark
@@ -33,17 +37,6 @@ fn key(position: &[u8]) -> Vec<u8> {
     k.extend_from_slice(PREFIX);
     k.extend_from_slice(position);
     k
-}
-
-/// What [`Index::undo_pending`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Undone {
-    /// Marks no commit covered.
-    pub uncommitted: u64,
-    /// Documents removed because of them.
-    pub removed: u64,
-    /// Marks a commit covered (cleared only).
-    pub committed: u64,
 }
 
 impl Index {
@@ -125,8 +118,8 @@ impl Index {
         let done = self.undo_pending(&mut |_| false)?;
         if let Some(num) = first {
             if num < self.next_doc {
-                let mut b = Batch::with_capacity(super::META_NEXT_DOC.len() + 8, 1);
-                b.put(Column::Meta, super::META_NEXT_DOC, &num.to_be_bytes());
+                let mut b = Batch::with_capacity(META_NEXT_DOC.len() + 8, 1);
+                b.put(Column::Meta, META_NEXT_DOC, &num.to_be_bytes());
                 self.store.write(b)?;
                 self.next_doc = num;
             }

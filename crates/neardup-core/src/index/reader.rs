@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{
-    Column, DecisionKind, DocRecord, IndexError, IndexParams, RocksStore, Store, READABLE_FORMATS,
-};
+use super::docs::{DecisionKind, DocRecord};
+use super::error::IndexError;
+use super::format::{self, IndexParams, READABLE_FORMATS};
+use super::store::{Column, RocksStore, Store};
 use crate::signature::Signatures;
 
 /// The stored record of document `id` and its number.
@@ -80,7 +81,7 @@ impl IndexReader {
         block_cache: usize,
     ) -> Result<IndexReader, IndexError> {
         let store = RocksStore::open_secondary(dir, own, block_cache)?;
-        let found = match store.get(Column::Meta, super::META_FORMAT)? {
+        let found = match store.get(Column::Meta, format::META_FORMAT)? {
             Some(v) => u32::from_be_bytes(
                 v.as_slice()
                     .try_into()
@@ -91,10 +92,10 @@ impl IndexReader {
         if !READABLE_FORMATS.contains(&found) {
             return Err(IndexError::FormatMismatch {
                 found,
-                expected: super::FORMAT_VERSION,
+                expected: format::FORMAT_VERSION,
             });
         }
-        let params = super::Index::stored_params(&store)?.ok_or(IndexError::NotAnIndex)?;
+        let params = format::stored_params(&store)?.ok_or(IndexError::NotAnIndex)?;
         Ok(IndexReader {
             store: Arc::new(store),
             params,
@@ -151,7 +152,7 @@ impl IndexReader {
 
     /// The number the next document will get (documents are numbered in decision order).
     pub fn next_doc(&self) -> Result<u64, IndexError> {
-        match self.store.get(Column::Meta, super::META_NEXT_DOC)? {
+        match self.store.get(Column::Meta, format::META_NEXT_DOC)? {
             Some(v) => doc_number(&v),
             None => Ok(0),
         }

@@ -1,0 +1,399 @@
+//! A decider split by owned pages (`docs/scale-out.md`, "Past one decider"): S shards and
+//! one aggregator that decide as one [`Deduplicator`](super::Deduplicator) does over the
+//! same order of pages.
+//!
+//! Near-duplicates cannot be partitioned by key, so the pages are: every shard reads every
+//! signed page in stream order and holds the pages whose id hashes to it ([`owner`]). For
+//! each page a shard
+//! 1. judges it ([`Judged`]) and sends its *votes*: every page it holds that the page is
+//!    matched with by the one decider's rules, not only its best ([`Vote`]);
+//! 2. stores it if it owns it, before anyone decided it (as unique, *tentatively*: a shard
+//!    never waits for the aggregator), and otherwise counts its software text only.
+//!
+//! The aggregator ([`Aggregator`]) takes every shard's votes for a page, keeps those for
+//! pages it decided unique, and decides with the one decider's rule (the highest
+//! similarity, then the earliest page; for a page with too little text of its own, the
+//! earliest page it is one page with, by the first probe that finds one). The owner of a
+//! page decided other than unique takes it out of its lists ([`Shard::decided`]); until
+//! then it is one more vote the aggregator drops.
+//!
+//! **Why the decisions are the one decider's.** A page's judgement and the set it is
+//! matched on depend on the page and on the software-text counts; every shard counts every
+//! page in the one order, so every shard's counts are the one decider's. A vote is cast by
+//! the rule that decides a pair ([`super::PairRule`], [`super::Keys::one_page`]), which
+//! reads the two pages only; the exact lists find every indexed page at or above τ, in a
+//! shard's lists as in one index. So the union of the votes for pages decided unique is the
+//! set of matches the one decider chooses from, and the aggregator chooses as it does.
+//!
+//! The settings this holds for: the exact lists (SpotSigs or sentences) without document
+//! frequencies (their informative signatures depend on the decisions of pages a shard does
+//! not hold) and without retention (its removals are counted again from the pages an index
+//! holds, which a shard holds a part of). [`Shard::new`] refuses the others.
+
+use rustc_hash::FxHashSet;
+
+use super::{Keys, PageRef, PairRule};
+use crate::index::{
+    Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
+};
+use crate::signature::{similarity, Signatures, Signed};
+
+/// The shard that owns page `id` of `shards`: CRC-32 of the id modulo the shard count.
+pub fn owner(id: &str, shards: usize) -> usize {
+    (crc32fast::hash(id.as_bytes()) as usize) % shards.max(1)
+}
+
+/// How a page is judged: the same on every shard, and the one decider's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// Fewer signatures than `min-signatures`: skipped.
+    Skipped,
+    /// Enough signatures, but too few of its own (without software text) to be matched on:
+    /// it matches only a page it is one page with ([`super::Keys::one_page`]).
+    OwnTextTooShort,
+    /// Matched on its own signatures, at τ.
+    Matched,
+}
+
+/// A page a shard holds that the page being decided is matched with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vote {
+    /// Its stream position (the number it is stored under).
+    pub pos: u64,
+    /// Its id.
+    pub id: String,
+    /// Its URL.
+    pub url: String,
+    /// When it was first seen (Unix seconds).
+    pub first_seen: i64,
+    /// The similarity of the two pages.
+    pub similarity: f64,
+    /// The index that found it.
+    pub found: Found,
+    /// 0: matched at τ by the pair rule ([`Judged::Matched`]); k ≥ 1: one page with the
+    /// page, found by its k-th probe ([`Judged::OwnTextTooShort`]).
+    pub probe: u8,
+}
+
+/// One shard: the pages it owns, and the software-text counts of every page.
+pub struct Shard {
+    index: Index,
+    me: usize,
+    shards: usize,
+    cands: Vec<Candidate>,
+}
+
+impl Shard {
+    /// Shard `me` of `shards` over `index` (empty, or holding this shard's pages).
+    pub fn new(index: Index, me: usize, shards: usize) -> Result<Shard, IndexError> {
+        let p = index.params();
+        let refuse = |why: &str| Err(IndexParamError(format!("a shard {why}")).into());
+        if !matches!(
+            p.method,
+            crate::index::Method::Spotsigs | crate::index::Method::Sentences
+        ) {
+            return refuse(&format!(
+                "decides on the exact lists only (spotsigs, sentences), not {}",
+                p.method
+            ));
+        }
+        if p.frequencies {
+            return refuse(
+                "cannot count document frequencies: they depend on pages it does not hold",
+            );
+        }
+        if shards == 0 || me >= shards {
+            return refuse(&format!(
+                "is one of 1 or more shards (got {me} of {shards})"
+            ));
+        }
+        Ok(Shard {
+            index,
+            me,
+            shards,
+            cands: Vec::new(),
+        })
+    }
+
+    /// The shard's index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Whether this shard owns page `id`.
+    pub fn owns(&self, id: &str) -> bool {
+        owner(id, self.shards) == self.me
+    }
+
+    /// Reads the page at stream position `pos`: its judgement, and in `votes` the pages this
+    /// shard holds that it is matched with; then stores it if this shard owns it (a page
+    /// judged [`Judged::Skipped`] as skipped, any other as unique until the aggregator says
+    /// otherwise), and counts its software text if not.
+    pub fn read(
+        &mut self,
+        pos: u64,
+        page: PageRef<'_>,
+        signed: &Signed,
+        votes: &mut Vec<Vote>,
+    ) -> Result<Judged, IndexError> {
+        votes.clear();
+        let params = self.index.params();
+        let min = params.min_signatures as usize;
+        let hosts = params.signature.short_pages_across_hosts_only();
+        let host_text = params.signature.host_text();
+        let software = self.index.software_sigs(&signed.short, &signed.sigs)?;
+        let without = signed.sigs.without(&software);
+        let matched = without.as_ref().unwrap_or(&signed.sigs);
+        let informative = self.index.informative(page.url, matched);
+        let q = informative.as_ref().unwrap_or(matched);
+        let judged = if signed.sigs.set_len() < min {
+            Judged::Skipped
+        } else if q.set_len() < min {
+            Judged::OwnTextTooShort
+        } else {
+            Judged::Matched
+        };
+        match judged {
+            Judged::Skipped => {}
+            Judged::OwnTextTooShort => {
+                let keys = Keys::of(signed).on_host(host_text.then_some(page.url));
+                self.one_page_votes(signed, keys, [matched, q], votes)?;
+            }
+            Judged::Matched => {
+                let url = hosts.then_some(page.url);
+                let keys = Keys::of(signed).on_host(url.filter(|_| host_text));
+                self.similar_votes(signed, keys, q, url, votes)?;
+            }
+        }
+        if self.owns(page.id) {
+            let kind = match judged {
+                Judged::Skipped => DecisionKind::Skipped,
+                _ => DecisionKind::Unique,
+            };
+            self.index.restore_put(
+                pos,
+                &DocRecord {
+                    id: page.id.to_string(),
+                    url: page.url.to_string(),
+                    first_seen: page.first_seen,
+                    fingerprint: signed.fingerprint.clone(),
+                    sigs: signed.sigs.clone(),
+                    decision: Decision::plain(kind),
+                    delta: None,
+                    template: signed.template.clone(),
+                    identity: signed.identity,
+                    title: signed.title,
+                    blocks: signed.short.blocks.clone(),
+                    software,
+                },
+            )?;
+        } else {
+            self.index.count_page_software(
+                page.url,
+                signed.fingerprint.first().copied().unwrap_or(0),
+                &signed.short.blocks,
+            )?;
+        }
+        Ok(judged)
+    }
+
+    /// The aggregator's decision of page `id`: a page this shard owns that was decided
+    /// other than unique leaves its lists (its record stays, with the decision).
+    pub fn decided(&mut self, id: &str, decision: &Decision) -> Result<(), IndexError> {
+        if decision.kind == DecisionKind::Duplicate && self.owns(id) {
+            self.index.demote(id, decision.clone())?;
+        }
+        Ok(())
+    }
+
+    /// Every page held that reaches τ with the page by the pair rule (the one decider's
+    /// verification of its best match, of every candidate).
+    fn similar_votes(
+        &mut self,
+        signed: &Signed,
+        keys: Keys<'_>,
+        q: &Signatures,
+        url: Option<&str>,
+        votes: &mut Vec<Vote>,
+    ) -> Result<(), IndexError> {
+        self.index.list_candidates(q, &mut self.cands)?;
+        let mut rule = PairRule::new(&self.index, q, &signed.template, url).with_keys(keys);
+        for c in &self.cands {
+            let Some(doc) = self.index.doc(c.doc)? else {
+                continue;
+            };
+            if doc.decision.kind != DecisionKind::Unique {
+                continue;
+            }
+            if let Some(sim) = rule.similarity(&self.index, &doc) {
+                votes.push(vote(doc, c, sim, 0));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every page held that is one page with the page, by each of its probes in turn: its
+    /// whole set, then its set without software text, then its informative set (each only
+    /// when smaller than the one before), as the one decider probes them.
+    fn one_page_votes(
+        &mut self,
+        signed: &Signed,
+        keys: Keys<'_>,
+        also: [&Signatures; 2],
+        votes: &mut Vec<Vote>,
+    ) -> Result<(), IndexError> {
+        if keys.identity.is_none() {
+            return Ok(());
+        }
+        let m = self.index.params().measure;
+        let mut probes = vec![&signed.sigs];
+        for set in also {
+            if set.set_len() > 0 && set.set_len() < probes[probes.len() - 1].set_len() {
+                probes.push(set);
+            }
+        }
+        for (k, probe) in probes.into_iter().enumerate() {
+            self.index.list_candidates(probe, &mut self.cands)?;
+            for c in &self.cands {
+                let Some(doc) = self.index.doc(c.doc)? else {
+                    continue;
+                };
+                if doc.decision.kind != DecisionKind::Unique || !keys.one_page(&doc) {
+                    continue;
+                }
+                let sim = similarity(signed.sigs.entries(), doc.sigs.entries(), m);
+                votes.push(vote(doc, c, sim, k as u8 + 1));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn vote(doc: DocRecord, c: &Candidate, similarity: f64, probe: u8) -> Vote {
+    Vote {
+        pos: c.doc,
+        id: doc.id,
+        url: doc.url,
+        first_seen: doc.first_seen,
+        similarity,
+        found: c.found,
+        probe,
+    }
+}
+
+/// The aggregator: decides each page from every shard's votes, in stream order.
+#[derive(Default)]
+pub struct Aggregator {
+    /// The stream positions of the pages decided unique.
+    unique: FxHashSet<u64>,
+}
+
+impl Aggregator {
+    /// An aggregator that has decided nothing yet.
+    pub fn new() -> Aggregator {
+        Aggregator::default()
+    }
+
+    /// Decides the page at stream position `pos`, judged `judged`, from the votes of every
+    /// shard: a duplicate of the best page decided unique among them (the highest
+    /// similarity, then the earliest position; for [`Judged::OwnTextTooShort`], the first
+    /// probe that found one, then the earliest first seen, then the earliest position),
+    /// else unique (or skipped).
+    pub fn decide<'v>(
+        &mut self,
+        pos: u64,
+        judged: Judged,
+        votes: impl IntoIterator<Item = &'v Vote>,
+    ) -> Decision {
+        let live = votes.into_iter().filter(|v| self.unique.contains(&v.pos));
+        let best = match judged {
+            Judged::Skipped => None,
+            Judged::Matched => live
+                .filter(|v| v.probe == 0)
+                .fold(None, |b: Option<&Vote>, v| match b {
+                    Some(b)
+                        if b.similarity > v.similarity
+                            || (b.similarity == v.similarity && b.pos < v.pos) =>
+                    {
+                        Some(b)
+                    }
+                    _ => Some(v),
+                }),
+            Judged::OwnTextTooShort => live
+                .filter(|v| v.probe > 0)
+                .min_by_key(|v| (v.probe, v.first_seen, v.pos)),
+        };
+        match best {
+            Some(v) => Decision {
+                kind: DecisionKind::Duplicate,
+                canonical_id: Some(v.id.clone()),
+                canonical_url: Some(v.url.clone()),
+                similarity: Some(v.similarity),
+                hamming: None,
+                found_by: Some(v.found),
+            },
+            None if judged == Judged::Skipped => Decision::plain(DecisionKind::Skipped),
+            None => {
+                self.unique.insert(pos);
+                Decision::plain(DecisionKind::Unique)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{IndexParams, Method};
+
+    fn v(pos: u64, similarity: f64, first_seen: i64, probe: u8) -> Vote {
+        Vote {
+            pos,
+            id: format!("p{pos}"),
+            url: format!("https://h{pos}.test/"),
+            first_seen,
+            similarity,
+            found: Found::Spotsigs,
+            probe,
+        }
+    }
+
+    #[test]
+    fn a_shard_refuses_what_it_cannot_decide_alike() {
+        let mut p = IndexParams {
+            method: Method::AlgG,
+            ..IndexParams::default()
+        };
+        assert!(Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).is_err());
+        p.method = Method::Spotsigs;
+        p.frequencies = true;
+        assert!(Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).is_err());
+        p.frequencies = false;
+        assert!(Shard::new(Index::memory(p.clone()).unwrap(), 2, 2).is_err());
+        assert!(Shard::new(Index::memory(p).unwrap(), 1, 2).is_ok());
+    }
+
+    #[test]
+    fn the_aggregator_chooses_as_one_decider() {
+        let mut a = Aggregator::new();
+        for pos in 0..4 {
+            assert_eq!(a.decide(pos, Judged::Matched, &[]).kind, DecisionKind::Unique);
+        }
+        // a page not decided unique is no canonical page
+        let d = a.decide(4, Judged::Matched, &[v(9, 0.99, 0, 0)]);
+        assert_eq!(d.kind, DecisionKind::Unique);
+        // the highest similarity, then the earliest position
+        let votes = [v(3, 0.8, 0, 0), v(1, 0.9, 5, 0), v(2, 0.9, 1, 0)];
+        let d = a.decide(5, Judged::Matched, &votes);
+        assert_eq!(d.canonical_id.as_deref(), Some("p1"));
+        assert_eq!(d.similarity, Some(0.9));
+        // too little text of its own: the first probe that found one, then the earliest
+        // first seen, then the earliest position
+        let votes = [v(3, 1.0, 0, 2), v(2, 0.7, 4, 1), v(1, 0.7, 4, 1), v(0, 0.7, 9, 1)];
+        let d = a.decide(6, Judged::OwnTextTooShort, &votes);
+        assert_eq!(d.canonical_id.as_deref(), Some("p1"));
+        // skipped whatever the votes
+        let d = a.decide(7, Judged::Skipped, &votes);
+        assert_eq!(d.kind, DecisionKind::Skipped);
+    }
+}

@@ -117,28 +117,30 @@ pub fn corpus_pages(
     Ok(pages)
 }
 
-/// The synthetic stream of `neardup-lab index`.
-fn synthetic_pages(a: &BenchShardsArgs) -> Vec<StreamPage> {
+/// The synthetic stream of `neardup-lab index`, made as it is read.
+fn synthetic_pages(a: &BenchShardsArgs) -> impl Iterator<Item = StreamPage> {
     let mut gen = Generator::new(Synth {
         seed: a.seed,
         copy_rate: a.copy_rate,
         ..Synth::default()
     });
-    (0..a.docs)
-        .map(|_| {
-            let p = gen.next_page();
-            StreamPage {
-                id: p.id,
-                url: p.url,
-                signed: p.signed,
-            }
-        })
-        .collect()
+    (0..a.docs).map(move |_| {
+        let p = gen.next_page();
+        StreamPage {
+            id: p.id,
+            url: p.url,
+            signed: p.signed,
+        }
+    })
 }
 
 /// Decides `pages` with one decider and with `shards` shards and an aggregator, page by
 /// page, and compares.
-pub fn run_one(pages: &[StreamPage], shards: usize, params: &IndexParams) -> Result<ShardsRow> {
+pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
+    pages: impl IntoIterator<Item = P>,
+    shards: usize,
+    params: &IndexParams,
+) -> Result<ShardsRow> {
     let mut single = Deduplicator::new(Index::memory(params.clone())?)?;
     let mut parts: Vec<Shard> = (0..shards)
         .map(|k| Shard::new(Index::memory(params.clone())?, k, shards))
@@ -148,7 +150,10 @@ pub fn run_one(pages: &[StreamPage], shards: usize, params: &IndexParams) -> Res
     let (mut single_ns, mut agg_ns) = (0u128, 0u128);
     let (mut differing, mut duplicates, mut nvotes) = (0u64, 0u64, 0u64);
     let mut votes: Vec<Vec<Vote>> = vec![Vec::new(); shards];
-    for (i, p) in pages.iter().enumerate() {
+    let mut n = 0usize;
+    for (i, p) in pages.into_iter().enumerate() {
+        let p = p.borrow();
+        n += 1;
         let page = PageRef {
             id: &p.id,
             url: &p.url,
@@ -189,7 +194,7 @@ pub fn run_one(pages: &[StreamPage], shards: usize, params: &IndexParams) -> Res
             differing += 1;
         }
     }
-    let per = |ns: u128| ns as f64 / 1000.0 / pages.len().max(1) as f64;
+    let per = |ns: u128| ns as f64 / 1000.0 / n.max(1) as f64;
     let single_us = per(single_ns);
     let shard_us: Vec<f64> = shard_ns.iter().map(|&n| per(n)).collect();
     let shard_max_us = shard_us.iter().copied().fold(0.0, f64::max);
@@ -197,14 +202,14 @@ pub fn run_one(pages: &[StreamPage], shards: usize, params: &IndexParams) -> Res
     let projected = 1e6 / shard_max_us.max(aggregator_us).max(1e-9);
     Ok(ShardsRow {
         shards,
-        pages: pages.len() as u64,
+        pages: n as u64,
         differing,
         duplicates,
         single_us,
         shard_mean_us: shard_us.iter().sum::<f64>() / shards as f64,
         shard_max_us,
         aggregator_us,
-        votes_per_page: nvotes as f64 / pages.len().max(1) as f64,
+        votes_per_page: nvotes as f64 / n.max(1) as f64,
         projected_pages_per_second: projected,
         speedup: projected * single_us / 1e6,
     })
@@ -216,9 +221,9 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
         bail!("shards must be at least 1");
     }
     let params = IndexParams::default();
-    let pages = match &a.corpus {
-        Some(path) => corpus_pages(path, &params, a.docs)?,
-        None => synthetic_pages(&a),
+    let corpus = match &a.corpus {
+        Some(path) => Some(corpus_pages(path, &params, a.docs)?),
+        None => None,
     };
     println!(
         "| shards | pages | differing | one decider µs | shard mean µs | busiest shard µs | aggregator µs | votes a page | projected pages/s | × one decider |"
@@ -226,7 +231,10 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
     println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for &s in &a.shards {
-        let r = run_one(&pages, s, &params)?;
+        let r = match &corpus {
+            Some(pages) => run_one(pages, s, &params)?,
+            None => run_one(synthetic_pages(&a), s, &params)?,
+        };
         println!(
             "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {:.2} |",
             r.shards,
@@ -260,9 +268,8 @@ mod tests {
             seed: 5,
             corpus: None,
         };
-        let pages = synthetic_pages(&a);
         for s in [1, 3, 7] {
-            let r = run_one(&pages, s, &IndexParams::default()).unwrap();
+            let r = run_one(synthetic_pages(&a), s, &IndexParams::default()).unwrap();
             assert_eq!(r.differing, 0, "{s} shards");
             assert!(
                 r.duplicates > 800,

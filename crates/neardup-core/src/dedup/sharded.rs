@@ -377,7 +377,10 @@ mod tests {
     fn the_aggregator_chooses_as_one_decider() {
         let mut a = Aggregator::new();
         for pos in 0..4 {
-            assert_eq!(a.decide(pos, Judged::Matched, &[]).kind, DecisionKind::Unique);
+            assert_eq!(
+                a.decide(pos, Judged::Matched, &[]).kind,
+                DecisionKind::Unique
+            );
         }
         // a page not decided unique is no canonical page
         let d = a.decide(4, Judged::Matched, &[v(9, 0.99, 0, 0)]);
@@ -389,7 +392,12 @@ mod tests {
         assert_eq!(d.similarity, Some(0.9));
         // too little text of its own: the first probe that found one, then the earliest
         // first seen, then the earliest position
-        let votes = [v(3, 1.0, 0, 2), v(2, 0.7, 4, 1), v(1, 0.7, 4, 1), v(0, 0.7, 9, 1)];
+        let votes = [
+            v(3, 1.0, 0, 2),
+            v(2, 0.7, 4, 1),
+            v(1, 0.7, 4, 1),
+            v(0, 0.7, 9, 1),
+        ];
         let d = a.decide(6, Judged::OwnTextTooShort, &votes);
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         // skipped whatever the votes

@@ -41,6 +41,10 @@ pub struct BenchShardsArgs {
     /// with the default settings and decided in file order
     #[arg(long)]
     pub corpus: Option<PathBuf>,
+    /// Run the shards and the aggregator only, not one decider beside them (half the
+    /// memory; nothing compared)
+    #[arg(long)]
+    pub shards_only: bool,
 }
 
 /// One shard count.
@@ -50,12 +54,13 @@ pub struct ShardsRow {
     pub shards: usize,
     /// Pages decided.
     pub pages: u64,
-    /// Decisions (kind and canonical page) that differ from one decider's.
-    pub differing: u64,
+    /// Decisions (kind and canonical page) that differ from one decider's (none without
+    /// one decider: `--shards-only`).
+    pub differing: Option<u64>,
     /// Duplicates found.
     pub duplicates: u64,
     /// One decider (the Deduplicator over one index): µs a page.
-    pub single_us: f64,
+    pub single_us: Option<f64>,
     /// Mean over shards of a shard's CPU a page (probe, store, removals), µs.
     pub shard_mean_us: f64,
     /// The busiest shard's, µs a page.
@@ -67,7 +72,7 @@ pub struct ShardsRow {
     /// The rate of S shards on S cores: 1 / max(busiest shard, aggregator), pages a second.
     pub projected_pages_per_second: f64,
     /// Against one decider's rate.
-    pub speedup: f64,
+    pub speedup: Option<f64>,
 }
 
 /// A signed page of the stream.
@@ -140,8 +145,12 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
     pages: impl IntoIterator<Item = P>,
     shards: usize,
     params: &IndexParams,
+    compare: bool,
 ) -> Result<ShardsRow> {
-    let mut single = Deduplicator::new(Index::memory(params.clone())?)?;
+    let mut single = match compare {
+        true => Some(Deduplicator::new(Index::memory(params.clone())?)?),
+        false => None,
+    };
     let mut parts: Vec<Shard> = (0..shards)
         .map(|k| Shard::new(Index::memory(params.clone())?, k, shards))
         .collect::<Result<_, _>>()?;
@@ -161,7 +170,10 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         };
         // one decider
         let t = Instant::now();
-        let want = single.decide(page, &p.signed)?;
+        let want = match single.as_mut() {
+            Some(d) => Some(d.decide(page, &p.signed)?),
+            None => None,
+        };
         single_ns += t.elapsed().as_nanos();
         // the shards: votes, then the owner stores the page tentatively
         let mut judged = Vec::with_capacity(shards);
@@ -188,14 +200,14 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
             shard_ns[k] += t.elapsed().as_nanos();
         }
         duplicates += u64::from(decision.kind == crate::index::DecisionKind::Duplicate);
-        if want.decision.kind != decision.kind
-            || want.decision.canonical_id != decision.canonical_id
-        {
+        if want.is_some_and(|w| {
+            w.decision.kind != decision.kind || w.decision.canonical_id != decision.canonical_id
+        }) {
             differing += 1;
         }
     }
     let per = |ns: u128| ns as f64 / 1000.0 / n.max(1) as f64;
-    let single_us = per(single_ns);
+    let single_us = compare.then(|| per(single_ns));
     let shard_us: Vec<f64> = shard_ns.iter().map(|&n| per(n)).collect();
     let shard_max_us = shard_us.iter().copied().fold(0.0, f64::max);
     let aggregator_us = per(agg_ns);
@@ -203,7 +215,7 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
     Ok(ShardsRow {
         shards,
         pages: n as u64,
-        differing,
+        differing: compare.then_some(differing),
         duplicates,
         single_us,
         shard_mean_us: shard_us.iter().sum::<f64>() / shards as f64,
@@ -211,8 +223,13 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         aggregator_us,
         votes_per_page: nvotes as f64 / n.max(1) as f64,
         projected_pages_per_second: projected,
-        speedup: projected * single_us / 1e6,
+        speedup: single_us.map(|u| projected * u / 1e6),
     })
+}
+
+/// A figure of the table, or a dash when it was not measured.
+fn show(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
 }
 
 /// Runs the simulation and prints a table.
@@ -232,21 +249,21 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
     let mut rows = Vec::new();
     for &s in &a.shards {
         let r = match &corpus {
-            Some(pages) => run_one(pages, s, &params)?,
-            None => run_one(synthetic_pages(&a), s, &params)?,
+            Some(pages) => run_one(pages, s, &params, !a.shards_only)?,
+            None => run_one(synthetic_pages(&a), s, &params, !a.shards_only)?,
         };
         println!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {:.2} |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {} |",
             r.shards,
             r.pages,
-            r.differing,
-            r.single_us,
+            show(r.differing.map(|d| d as f64), 0),
+            show(r.single_us, 1),
             r.shard_mean_us,
             r.shard_max_us,
             r.aggregator_us,
             r.votes_per_page,
             r.projected_pages_per_second,
-            r.speedup
+            show(r.speedup, 2)
         );
         rows.push(r);
     }
@@ -267,10 +284,11 @@ mod tests {
             copy_rate: 0.3,
             seed: 5,
             corpus: None,
+            shards_only: false,
         };
         for s in [1, 3, 7] {
-            let r = run_one(synthetic_pages(&a), s, &IndexParams::default()).unwrap();
-            assert_eq!(r.differing, 0, "{s} shards");
+            let r = run_one(synthetic_pages(&a), s, &IndexParams::default(), true).unwrap();
+            assert_eq!(r.differing, Some(0), "{s} shards");
             assert!(
                 r.duplicates > 800,
                 "{s} shards: {} duplicates",
@@ -299,8 +317,8 @@ mod tests {
         let pages = corpus_pages(&path, &params, u64::MAX).unwrap();
         assert!(pages.len() > 100, "{} pages", pages.len());
         for s in [1, 2, 4] {
-            let r = run_one(&pages, s, &params).unwrap();
-            assert_eq!(r.differing, 0, "{s} shards: {r:?}");
+            let r = run_one(&pages, s, &params, true).unwrap();
+            assert_eq!(r.differing, Some(0), "{s} shards: {r:?}");
             assert!(r.duplicates > 10, "{s} shards: {r:?}");
         }
     }

@@ -484,7 +484,8 @@ pub struct StageOptions {
     pub grace_period: Option<Duration>,
     /// After a fatal error (the index cannot be opened or written, an output cannot be
     /// produced), how long /readyz and /metrics keep reporting it before the process exits
-    /// with status 2; SIGTERM ends the wait, e.g. 30s [default: 30s]
+    /// with status 2 (3 when an exactly-once transaction cannot commit after a broker fault);
+    /// SIGTERM ends the wait, e.g. 30s [default: 30s]
     #[arg(long, env = "NEARDUP_FAILURE_HOLD", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub failure_hold: Option<Duration>,

@@ -57,6 +57,8 @@ struct Kept<'a> {
     base: f64,
     last: f64,
     restarts: Vec<Instant>,
+    /// Exit code 3 is the exit of exactly-once only.
+    exactly_once: bool,
 }
 
 impl Kept<'_> {
@@ -70,15 +72,18 @@ impl Kept<'_> {
             // the exits a restart is the answer to: an open transaction that cannot commit
             // (code 3), and the broker fencing the stage's static member when its group's
             // coordinator moved (code 2: the client's consumer cannot go on after a fence)
+            // the error the process ended with: the last error line of the log (the
+            // watchdog's, which exits at once) or the one the process printed as it exited
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("neardup: error:") || l.contains("\"level\":\"ERROR\""));
             let why = match st.code() {
-                Some(3) => "so that a restart decides its records again",
+                Some(3) if self.exactly_once => "so that a restart decides its records again",
                 Some(2) => "the broker fenced this member",
                 _ => "",
             };
-            let why = log
-                .lines()
-                .rev()
-                .find(|l| !why.is_empty() && l.contains(why));
+            let why = last.filter(|l| !why.is_empty() && l.contains(why));
             let why = why.unwrap_or_else(|| {
                 panic!(
                     "the stage exited with {st} other than with an open transaction that cannot \
@@ -168,6 +173,7 @@ fn faults_while_pages_arrive(guarantee: &str) {
         base: 0.0,
         last: 0.0,
         restarts: Vec::new(),
+        exactly_once: guarantee == "exactly-once",
     };
     c.wait_in_sync(&all);
     // pages arrive for the whole test, however long its faults take: 15 records every

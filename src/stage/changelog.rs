@@ -428,7 +428,11 @@ pub(super) async fn send(
             )) => {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-            Err((e, _)) => return Err(anyhow!("cannot produce to changelog {topic}: {e}")),
+            Err((e, _)) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot produce to changelog {topic}"))
+                )
+            }
         }
     };
     let topic: Arc<str> = Arc::from(topic);

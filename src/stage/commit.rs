@@ -82,8 +82,7 @@ fn transaction_error(what: &str, txn: &Transactions, e: KafkaError) -> anyhow::E
         }
         _ => false,
     };
-    let abort = matches!(&e, KafkaError::Transaction(t) if t.txn_requires_abort());
-    if abort && !fenced {
+    if !fenced && super::restart::broker_fault(&e) {
         return anyhow::Error::new(DecideAgain(format!(
             "{what} failed: {e} (transactional id {})",
             txn.id

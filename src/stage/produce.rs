@@ -202,6 +202,19 @@ struct ProduceTask {
 }
 
 impl ProduceTask {
+    /// A changelog record's failure: under exactly-once, on a broker fault, the open
+    /// transaction cannot commit ([`restart`]).
+    fn in_transaction(&self, e: anyhow::Error) -> anyhow::Error {
+        let fault = e
+            .chain()
+            .filter_map(|c| c.downcast_ref::<KafkaError>())
+            .any(restart::broker_fault);
+        match self.txn.is_some() && fault {
+            true => anyhow::Error::new(DecideAgain(format!("{e:#}"))),
+            false => e,
+        }
+    }
+
     async fn run(
         &mut self,
         rx: &mut mpsc::Receiver<Outbound>,
@@ -298,14 +311,7 @@ impl ProduceTask {
                     partition = ob.inbound.partition, offset = ob.inbound.offset,
                     "a changelog record was not acknowledged: stopping without committing it");
                 self.health.fail(&format!("{e:#}"));
-                let fault = e
-                    .chain()
-                    .filter_map(|c| c.downcast_ref::<KafkaError>())
-                    .any(restart::broker_fault);
-                if self.txn.is_some() && fault {
-                    return Err(anyhow::Error::new(DecideAgain(format!("{e:#}"))));
-                }
-                return Err(e);
+                return Err(self.in_transaction(e));
             }
         };
         let (res, ob) = match res {
@@ -409,11 +415,11 @@ impl ProduceTask {
             match changelog::send(p, &x.topic, &x.key, x.payload.as_deref()).await {
                 Ok(f) => acks.push(f),
                 Err(e) => {
-                    error!(error = %e, source_topic = %ob.inbound.topic,
+                    error!(error = %format!("{e:#}"), source_topic = %ob.inbound.topic,
                         partition = ob.inbound.partition, offset = ob.inbound.offset,
                         "a changelog record cannot be sent: stopping without committing it");
                     self.health.fail(&format!("{e:#}"));
-                    return Err(e);
+                    return Err(self.in_transaction(e));
                 }
             }
         }

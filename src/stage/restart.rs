@@ -49,31 +49,48 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 pub fn broker_fault(e: &KafkaError) -> bool {
     use RDKafkaErrorCode as C;
     if let KafkaError::Transaction(t) = e {
-        return t.txn_requires_abort();
+        // an abort the client asks for after a broker fault, or after the group's
+        // coordinator moved (the offsets committed in the transaction name a member or a
+        // generation the new coordinator does not know); not after a refusal
+        return t.txn_requires_abort()
+            && (fault(t.code())
+                || matches!(
+                    t.code(),
+                    C::IllegalGeneration
+                        | C::UnknownMemberId
+                        | C::FencedInstanceId
+                        | C::RebalanceInProgress
+                ));
     }
+    e.rdkafka_error_code().is_some_and(fault)
+}
+
+/// The codes of a broker's fault, and the client's own timeouts and purges; and the
+/// client's refusal of a record while the transaction waits for an abort after one.
+fn fault(code: RDKafkaErrorCode) -> bool {
+    use RDKafkaErrorCode as C;
     matches!(
-        e.rdkafka_error_code(),
-        Some(
-            C::MessageTimedOut
-                | C::PurgeQueue
-                | C::PurgeInflight
-                | C::RequestTimedOut
-                | C::OperationTimedOut
-                | C::TimedOutQueue
-                | C::NotEnoughReplicas
-                | C::NotEnoughReplicasAfterAppend
-                | C::NotLeaderForPartition
-                | C::LeaderNotAvailable
-                | C::NetworkException
-                | C::KafkaStorageError
-                | C::OutOfOrderSequenceNumber
-                | C::UnknownProducerId
-                | C::BrokerTransportFailure
-                | C::AllBrokersDown
-                | C::NotCoordinator
-                | C::CoordinatorNotAvailable
-                | C::CoordinatorLoadInProgress
-        )
+        code,
+        C::MessageTimedOut
+            | C::PurgeQueue
+            | C::PurgeInflight
+            | C::RequestTimedOut
+            | C::OperationTimedOut
+            | C::TimedOutQueue
+            | C::NotEnoughReplicas
+            | C::NotEnoughReplicasAfterAppend
+            | C::NotLeaderForPartition
+            | C::LeaderNotAvailable
+            | C::NetworkException
+            | C::KafkaStorageError
+            | C::OutOfOrderSequenceNumber
+            | C::UnknownProducerId
+            | C::BrokerTransportFailure
+            | C::AllBrokersDown
+            | C::NotCoordinator
+            | C::CoordinatorNotAvailable
+            | C::CoordinatorLoadInProgress
+            | C::State
     )
 }
 
@@ -96,7 +113,12 @@ mod tests {
     #[test]
     fn broker_faults_are_told_from_refusals() {
         use RDKafkaErrorCode as C;
-        for c in [C::MessageTimedOut, C::NotEnoughReplicas, C::PurgeInflight] {
+        for c in [
+            C::MessageTimedOut,
+            C::NotEnoughReplicas,
+            C::PurgeInflight,
+            C::State,
+        ] {
             assert!(broker_fault(&KafkaError::MessageProduction(c)), "{c:?}");
         }
         for c in [

@@ -76,6 +76,7 @@ pub struct ShardsRow {
 }
 
 /// A signed page of the stream.
+#[derive(Clone)]
 pub struct StreamPage {
     /// Id.
     pub id: String,
@@ -175,6 +176,13 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
             None => None,
         };
         single_ns += t.elapsed().as_nanos();
+        // a repeated id: the aggregator's decision again, and no shard reads it
+        if let Some(d) = aggregator.repeated(&p.id) {
+            if want.is_some_and(|w| w.decision != *d) {
+                differing += 1;
+            }
+            continue;
+        }
         // the shards: votes, then the owner stores the page tentatively
         let mut judged = Vec::with_capacity(shards);
         for (k, shard) in parts.iter_mut().enumerate() {
@@ -190,7 +198,7 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         }
         // the aggregator
         let t = Instant::now();
-        let decision = aggregator.decide(i as u64, judged[0], votes.iter().flatten());
+        let decision = aggregator.decide(i as u64, &p.id, judged[0], votes.iter().flatten());
         agg_ns += t.elapsed().as_nanos();
         nvotes += votes.iter().map(|v| v.len() as u64).sum::<u64>();
         // the owner takes a page that was not unique out of its lists
@@ -314,8 +322,11 @@ mod tests {
             return;
         }
         let params = IndexParams::default();
-        let pages = corpus_pages(&path, &params, u64::MAX).unwrap();
+        let mut pages = corpus_pages(&path, &params, u64::MAX).unwrap();
         assert!(pages.len() > 100, "{} pages", pages.len());
+        // a crawler's repeats: pages sent again (an at-least-once replay)
+        let again: Vec<StreamPage> = pages.iter().step_by(7).cloned().collect();
+        pages.extend(again);
         for s in [1, 2, 4] {
             let r = run_one(&pages, s, &params, true).unwrap();
             assert_eq!(r.differing, Some(0), "{s} shards: {r:?}");

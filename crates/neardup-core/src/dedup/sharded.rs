@@ -25,12 +25,22 @@
 //! shard's lists as in one index. So the union of the votes for pages decided unique is the
 //! set of matches the one decider chooses from, and the aggregator chooses as it does.
 //!
-//! The settings this holds for: the exact lists (SpotSigs or sentences) without document
-//! frequencies (their informative signatures depend on the decisions of pages a shard does
-//! not hold) and without retention (its removals are counted again from the pages an index
-//! holds, which a shard holds a part of). [`Shard::new`] refuses the others.
+//! **What it holds for.**
+//! - The exact lists (SpotSigs or sentences) without document frequencies, whose informative
+//!   signatures depend on the decisions of pages a shard does not hold: [`Shard::new`]
+//!   refuses the others.
+//! - No retention: its removals make an index count its software text again from the pages
+//!   it holds, and a shard holds a part of them. (Retention is the driver's schedule, not an
+//!   index setting: a driver of shards must not sweep them.)
+//! - Shards that start empty and read the whole stream: a shard's counts are of every page
+//!   read, which its index does not hold, so a reopened shard would count differently.
+//!   [`Shard::new`] refuses an index that holds pages.
+//! - A repeated id is answered before any shard reads it: one decider answers it with the
+//!   stored decision and stores and counts nothing, and so does the aggregator
+//!   ([`Aggregator::repeated`], from the decisions it keeps). A shard reading it would count
+//!   its software text twice and vote for its earlier record.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{Keys, PageRef, PairRule};
 use crate::index::{
@@ -84,7 +94,7 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Shard `me` of `shards` over `index` (empty, or holding this shard's pages).
+    /// Shard `me` of `shards` over `index`, empty.
     pub fn new(index: Index, me: usize, shards: usize) -> Result<Shard, IndexError> {
         let p = index.params();
         let refuse = |why: &str| Err(IndexParamError(format!("a shard {why}")).into());
@@ -105,6 +115,13 @@ impl Shard {
         if shards == 0 || me >= shards {
             return refuse(&format!(
                 "is one of 1 or more shards (got {me} of {shards})"
+            ));
+        }
+        if index.pages() > 0 {
+            return refuse(&format!(
+                "starts from an empty index ({} pages in it): its software-text counts are of \
+                 every page of the stream, which its index does not hold",
+                index.pages()
             ));
         }
         Ok(Shard {
@@ -281,11 +298,14 @@ fn vote(doc: DocRecord, c: &Candidate, similarity: f64, probe: u8) -> Vote {
     }
 }
 
-/// The aggregator: decides each page from every shard's votes, in stream order.
+/// The aggregator: decides each page from every shard's votes, in stream order, and keeps
+/// every decision by id.
 #[derive(Default)]
 pub struct Aggregator {
     /// The stream positions of the pages decided unique.
     unique: FxHashSet<u64>,
+    /// Every decision, by id.
+    decided: FxHashMap<String, Decision>,
 }
 
 impl Aggregator {
@@ -294,12 +314,30 @@ impl Aggregator {
         Aggregator::default()
     }
 
+    /// The decision of an id decided before: a repeated id gets it again, and no shard
+    /// reads the page.
+    pub fn repeated(&self, id: &str) -> Option<&Decision> {
+        self.decided.get(id)
+    }
+
     /// Decides the page at stream position `pos`, judged `judged`, from the votes of every
     /// shard: a duplicate of the best page decided unique among them (the highest
     /// similarity, then the earliest position; for [`Judged::OwnTextTooShort`], the first
     /// probe that found one, then the earliest first seen, then the earliest position),
     /// else unique (or skipped).
     pub fn decide<'v>(
+        &mut self,
+        pos: u64,
+        id: &str,
+        judged: Judged,
+        votes: impl IntoIterator<Item = &'v Vote>,
+    ) -> Decision {
+        let d = self.choose(pos, judged, votes);
+        self.decided.insert(id.to_string(), d.clone());
+        d
+    }
+
+    fn choose<'v>(
         &mut self,
         pos: u64,
         judged: Judged,
@@ -370,6 +408,21 @@ mod tests {
         assert!(Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).is_err());
         p.frequencies = false;
         assert!(Shard::new(Index::memory(p.clone()).unwrap(), 2, 2).is_err());
+        let mut full = Shard::new(Index::memory(p.clone()).unwrap(), 0, 1).unwrap();
+        let signed = crate::signature::Signer::new(&p.signature)
+            .unwrap()
+            .sign("<p>one two three four five six seven eight nine ten eleven twelve</p>");
+        let page = PageRef {
+            id: "a",
+            url: "https://a.test/",
+            first_seen: 0,
+        };
+        full.read(0, page, &signed, &mut Vec::new()).unwrap();
+        assert_eq!(full.index().pages(), 1);
+        assert!(
+            Shard::new(full.index, 0, 2).is_err(),
+            "a shard starts empty"
+        );
         assert!(Shard::new(Index::memory(p).unwrap(), 1, 2).is_ok());
     }
 
@@ -378,16 +431,16 @@ mod tests {
         let mut a = Aggregator::new();
         for pos in 0..4 {
             assert_eq!(
-                a.decide(pos, Judged::Matched, &[]).kind,
+                a.decide(pos, &format!("p{pos}"), Judged::Matched, &[]).kind,
                 DecisionKind::Unique
             );
         }
         // a page not decided unique is no canonical page
-        let d = a.decide(4, Judged::Matched, &[v(9, 0.99, 0, 0)]);
+        let d = a.decide(4, "p4", Judged::Matched, &[v(9, 0.99, 0, 0)]);
         assert_eq!(d.kind, DecisionKind::Unique);
         // the highest similarity, then the earliest position
         let votes = [v(3, 0.8, 0, 0), v(1, 0.9, 5, 0), v(2, 0.9, 1, 0)];
-        let d = a.decide(5, Judged::Matched, &votes);
+        let d = a.decide(5, "p5", Judged::Matched, &votes);
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         assert_eq!(d.similarity, Some(0.9));
         // too little text of its own: the first probe that found one, then the earliest
@@ -398,10 +451,75 @@ mod tests {
             v(1, 0.7, 4, 1),
             v(0, 0.7, 9, 1),
         ];
-        let d = a.decide(6, Judged::OwnTextTooShort, &votes);
+        let d = a.decide(6, "p6", Judged::OwnTextTooShort, &votes);
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         // skipped whatever the votes
-        let d = a.decide(7, Judged::Skipped, &votes);
+        let d = a.decide(7, "p7", Judged::Skipped, &votes);
         assert_eq!(d.kind, DecisionKind::Skipped);
+        // a repeated id gets its decision again
+        let again = a.repeated("p5").and_then(|d| d.canonical_id.as_deref());
+        assert_eq!(again, Some("p1"));
+        assert_eq!(a.repeated("p8"), None);
+    }
+
+    /// A page decided a duplicate after its shard stored it leaves the lists and keeps its
+    /// record with the decision and its signatures; a follower of the journal does the same.
+    #[test]
+    fn a_demoted_page_leaves_the_lists_here_and_in_a_follower() {
+        let p = IndexParams::default();
+        let signer = crate::signature::Signer::new(&p.signature).unwrap();
+        let text: String = (0..60)
+            .map(|i| format!("the word{i} of a story "))
+            .collect();
+        let signed = signer.sign(&format!("<p>{text}</p>"));
+        let mut shard = Shard::new(Index::memory(p.clone()).unwrap(), 0, 1).unwrap();
+        shard.index.set_journal(true);
+        let page = PageRef {
+            id: "a",
+            url: "https://a.test/",
+            first_seen: 0,
+        };
+        let mut votes = Vec::new();
+        assert_eq!(
+            shard.read(0, page, &signed, &mut votes).unwrap(),
+            Judged::Matched
+        );
+        let mut cands = Vec::new();
+        shard
+            .index
+            .list_candidates(&signed.sigs, &mut cands)
+            .unwrap();
+        assert_eq!(cands.len(), 1, "stored as unique, tentatively");
+        let dup = Decision {
+            kind: DecisionKind::Duplicate,
+            canonical_id: Some("z".into()),
+            canonical_url: Some("https://z.test/".into()),
+            similarity: Some(0.9),
+            hamming: None,
+            found_by: Some(Found::Spotsigs),
+        };
+        shard.decided("a", &dup).unwrap();
+        shard
+            .index
+            .list_candidates(&signed.sigs, &mut cands)
+            .unwrap();
+        assert!(cands.is_empty(), "out of the lists");
+        let rec = shard.index.find_id("a").unwrap().unwrap();
+        assert_eq!(rec.decision, dup);
+        let own = shard.index.reader().signatures(&rec).unwrap();
+        assert!(matches!(own, crate::index::StoredSigs::Own(s) if s == signed.sigs));
+        // a follower applying the journal in order ends the same
+        let mut follower = Index::memory(p).unwrap();
+        for m in shard.index.take_journal() {
+            let crate::index::Mutation::Put { num, record, .. } = m else {
+                panic!("a put");
+            };
+            follower
+                .restore_put(num, &DocRecord::decode(&record).unwrap())
+                .unwrap();
+        }
+        assert_eq!(follower.find_id("a").unwrap().unwrap().decision, dup);
+        follower.list_candidates(&signed.sigs, &mut cands).unwrap();
+        assert!(cands.is_empty(), "out of the follower's lists");
     }
 }

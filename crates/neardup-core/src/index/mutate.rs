@@ -71,8 +71,15 @@ impl Index {
     /// number; stored under another, the id was removed and decided again since, and this
     /// record replaces it.
     pub fn restore_put(&mut self, num: u64, rec: &DocRecord) -> Result<bool, IndexError> {
-        if let Some((stored, _)) = super::reader::find_id(self.store.as_ref(), &rec.id)? {
+        if let Some((stored, had)) = super::reader::find_id(self.store.as_ref(), &rec.id)? {
             if stored == num {
+                // the record of a shard's page stored as unique, then decided otherwise
+                // ([`Index::demote`]): the same change here
+                if had.decision.kind == DecisionKind::Unique
+                    && rec.decision.kind != DecisionKind::Unique
+                {
+                    return self.demote(&rec.id, rec.decision.clone());
+                }
                 return Ok(false);
             }
             // the id was removed and decided again since (a follower of a compacted
@@ -89,8 +96,11 @@ impl Index {
     /// A document stored as unique that was decided otherwise after it was stored (a shard
     /// of a sharded decider stores the pages it owns before the aggregator decides them,
     /// [`crate::dedup::sharded`]): its index entries leave and its record is stored again
-    /// with `decision`. The software-text counts, which counted it when it was stored, stay
-    /// as they are (as they count every page decided). Returns false when there is no such
+    /// with `decision` and its own signatures (its canonical page may be another shard's,
+    /// so no delta from it). The software-text counts, which counted it when it was stored,
+    /// stay as they are (they count every page decided). A lists snapshot taken before is
+    /// of no use from now on. The journal gets the new record, which a follower's
+    /// [`Index::restore_put`] applies the same way. Returns false when there is no such
     /// unique document.
     pub fn demote(&mut self, id: &str, decision: Decision) -> Result<bool, IndexError> {
         let Some((num, rec)) = super::reader::find_id(self.store.as_ref(), id)? else {
@@ -99,13 +109,27 @@ impl Index {
         if rec.decision.kind != DecisionKind::Unique || decision.kind == DecisionKind::Unique {
             return Ok(false);
         }
+        if let Some(path) = self.snapshot_path() {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(IndexError::Corrupt(format!(
+                        "removing {}: {e}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        self.epoch = new_epoch();
         let mut b = Batch::default();
+        b.put(Column::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
         self.index_entries(&mut b, &rec, num, false)?;
         let demoted = DocRecord {
             decision,
             ..rec.clone()
         };
-        let bytes = demoted.encode_with(false);
+        let bytes = demoted.encode_with(true);
         b.put(Column::Docs, &num.to_be_bytes(), &bytes);
         self.store.write_buffered(b)?;
         self.memory_entries(&rec, num, false)?;

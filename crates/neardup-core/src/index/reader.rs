@@ -236,6 +236,11 @@ impl IndexReader {
             }
             DecisionKind::Duplicate => {
                 let Some(delta) = &rec.delta else {
+                    // a shard's page decided a duplicate after it was stored keeps its own
+                    // ([`super::Index::demote`])
+                    if rec.sigs.set_len() > 0 {
+                        return Ok(StoredSigs::Own(rec.sigs.clone()));
+                    }
                     return Ok(StoredSigs::Unavailable(
                         "decided by an index of format 3, which kept no signatures of duplicates",
                     ));

@@ -109,21 +109,9 @@ impl Index {
         if rec.decision.kind != DecisionKind::Unique || decision.kind == DecisionKind::Unique {
             return Ok(false);
         }
-        if let Some(path) = self.snapshot_path() {
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(IndexError::Corrupt(format!(
-                        "removing {}: {e}",
-                        path.display()
-                    )))
-                }
-            }
-        }
-        self.epoch = new_epoch();
+        // the lists change: a lists snapshot taken before is of no use from now on
         let mut b = Batch::default();
-        b.put(Column::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+        self.fresh_epoch(self.snapshot_path().into_iter(), &mut b)?;
         self.index_entries(&mut b, &rec, num, false)?;
         let demoted = DocRecord {
             decision,
@@ -222,6 +210,30 @@ impl Index {
         self.remove(oldest)
     }
 
+    /// Removes the snapshots at `paths` (taken of what is about to change) and gives the
+    /// index a new lists epoch, written with `b`, so that no snapshot taken before is used.
+    fn fresh_epoch(
+        &mut self,
+        paths: impl Iterator<Item = std::path::PathBuf>,
+        b: &mut Batch,
+    ) -> Result<(), IndexError> {
+        for path in paths {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(IndexError::Corrupt(format!(
+                        "removing {}: {e}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        self.epoch = new_epoch();
+        b.put(Column::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+        Ok(())
+    }
+
     /// Removes these documents (number, record) with their index entries.
     fn remove(&mut self, docs: Vec<(u64, DocRecord)>) -> Result<u64, IndexError> {
         let n = docs.len() as u64;
@@ -229,26 +241,11 @@ impl Index {
         let counted = docs.iter().any(|(_, rec)| !rec.blocks.is_empty());
         if n > 0 {
             // a snapshot of the lists as they were is of no use from now on
-            let freq_path = self.freq_snapshot_path();
-            let software_path = self.software_snapshot_path();
-            for path in (self.snapshot_path().into_iter())
-                .chain(freq_path)
-                .chain(software_path)
-            {
-                match std::fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(IndexError::Corrupt(format!(
-                            "removing {}: {e}",
-                            path.display()
-                        )))
-                    }
-                }
-            }
-            self.epoch = new_epoch();
+            let paths = (self.snapshot_path().into_iter())
+                .chain(self.freq_snapshot_path())
+                .chain(self.software_snapshot_path());
             let mut b = Batch::default();
-            b.put(Column::Meta, META_LISTS_EPOCH, &self.epoch.to_be_bytes());
+            self.fresh_epoch(paths, &mut b)?;
             self.store.write(b)?;
         }
         for chunk in docs.chunks(256) {

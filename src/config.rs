@@ -380,6 +380,10 @@ pub struct KafkaOptions {
     /// [default: pages-signed]
     #[arg(long, env = "NEARDUP_SIGNED_TOPIC")]
     pub signed_topic: Option<String>,
+    /// Internal topic of a sharded decider's votes, one partition a shard, written by the
+    /// shards and read by the aggregator [default: pages-votes]
+    #[arg(long, env = "NEARDUP_VOTES_TOPIC")]
+    pub votes_topic: Option<String>,
     /// Compacted topic of the decider's index mutations, from which a lost index is
     /// restored; "off" for none [default: decider pages-index-changelog, all off]
     #[arg(long, env = "NEARDUP_CHANGELOG_TOPIC")]
@@ -409,7 +413,7 @@ pub struct KafkaOptions {
 impl KafkaOptions {
     fn or(mut self, o: KafkaOptions) -> KafkaOptions {
         or_fields!(self, o; brokers, group_id, instance_id, input_topics, unique_topic, duplicate_topic,
-            dead_letter_topic, signed_topic, changelog_topic, kafka_property, kafka_properties_file,
+            dead_letter_topic, signed_topic, votes_topic, changelog_topic, kafka_property, kafka_properties_file,
             guarantee, transaction_interval);
         self
     }
@@ -427,6 +431,13 @@ pub enum Role {
     Signer,
     /// Stateful: decide the signed topic's pages in order against the index (one per index).
     Decider,
+    /// One of `shards` shards of a decider split by owned pages: reads every signed page in
+    /// order, holds the pages whose id hashes to it and writes its votes for every page to
+    /// the votes topic (docs/scale-out.md, "Past one decider").
+    Shard,
+    /// The aggregator of a sharded decider: decides every signed page in order from every
+    /// shard's votes and writes the tagged records.
+    Aggregator,
 }
 impl_from_str_serde!(Role);
 
@@ -460,6 +471,8 @@ impl Role {
             Role::All => "all",
             Role::Signer => "signer",
             Role::Decider => "decider",
+            Role::Shard => "shard",
+            Role::Aggregator => "aggregator",
         }
     }
 }
@@ -468,8 +481,9 @@ impl Role {
 #[derive(Args, Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StageOptions {
-    /// all (sign and decide), signer (sign into the signed topic, any number of replicas)
-    /// or decider (decide the signed topic, one per index) [default: all]
+    /// all (sign and decide), signer (sign into the signed topic, any number of replicas),
+    /// decider (decide the signed topic, one per index), or shard and aggregator (a decider
+    /// split by owned pages: `shards` shards and one aggregator) [default: all]
     #[arg(long, env = "NEARDUP_ROLE")]
     pub role: Option<Role>,
     /// Index directory [default: neardup-index]
@@ -510,12 +524,20 @@ pub struct StageOptions {
     /// and a changelog; the group session is 10 s unless set)
     #[arg(long, env = "NEARDUP_STANDBY", num_args = 0..=1, default_missing_value = "true")]
     pub standby: Option<bool>,
+    /// A decider split by owned pages: how many shards (every shard and the aggregator
+    /// take the same number; the votes topic has one partition a shard)
+    #[arg(long, env = "NEARDUP_SHARDS")]
+    pub shards: Option<usize>,
+    /// Which shard this process is, 0 to shards − 1 (role shard; a StatefulSet's pod
+    /// ordinal)
+    #[arg(long, env = "NEARDUP_SHARD")]
+    pub shard: Option<usize>,
 }
 
 impl StageOptions {
     fn or(mut self, o: StageOptions) -> StageOptions {
         or_fields!(self, o; role, index, listen, grace_period, failure_hold, max_in_flight, no_text,
-            max_record_bytes, jobs, log_format, standby);
+            max_record_bytes, jobs, log_format, standby, shards, shard);
         self
     }
 }

@@ -9,6 +9,10 @@
 //! `min.insync.replicas`, and a warning names those at 1 on a replicated cluster); an existing
 //! changelog with more than one partition, or one that is not compacted, is an error. The
 //! input topics are the crawler's and are not created.
+//!
+//! With `--shards S` (a decider split by owned pages) the votes topic is created too, with S
+//! partitions, and the votes and signed topics keep every record (`retention.ms=-1`): the
+//! shards and the aggregator read them from their start at every start.
 
 use std::time::Duration;
 
@@ -110,14 +114,22 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
     }
     let admin = kafka::admin(&s)?;
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let mut wanted: Vec<(String, i32, bool)> = vec![
-        (s.unique_topic.clone(), a.partitions, false),
-        (s.duplicate_topic.clone(), a.partitions, false),
-        (s.dead_letter_topic.clone(), a.partitions, false),
-        (s.signed_topic.clone(), 1, false),
+    let shards = c.stage.shards.unwrap_or(0);
+    if shards > 1024 {
+        bail!("shards must be 1 to 1024, got {shards}");
+    }
+    // (topic, partitions, compacted, every record kept)
+    let mut wanted: Vec<(String, i32, bool, bool)> = vec![
+        (s.unique_topic.clone(), a.partitions, false, false),
+        (s.duplicate_topic.clone(), a.partitions, false, false),
+        (s.dead_letter_topic.clone(), a.partitions, false, false),
+        (s.signed_topic.clone(), 1, false, shards > 0),
     ];
     if let Some(c) = &s.changelog_topic {
-        wanted.push((c.clone(), 1, true));
+        wanted.push((c.clone(), 1, true, false));
+    }
+    if shards > 0 {
+        wanted.push((s.votes_topic.clone(), shards as i32, false, true));
     }
     wanted.dedup_by(|x, y| x.0 == y.0);
     let md = admin
@@ -132,7 +144,7 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
     };
     let mut summary = Vec::new();
     let mut new = Vec::new();
-    for (t, parts, compact) in &wanted {
+    for (t, parts, compact, keep) in &wanted {
         match existing(t) {
             Some(n) => summary.push(TopicState {
                 topic: t.clone(),
@@ -147,6 +159,9 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
                         .set("min.insync.replicas", &min_isr_value);
                 if *compact {
                     nt = nt.set("cleanup.policy", "compact");
+                }
+                if *keep {
+                    nt = nt.set("retention.ms", "-1");
                 }
                 new.push(nt);
                 summary.push(TopicState {
@@ -247,6 +262,15 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
             bail!(
                 "signed topic {} has {} partitions; it must have exactly one (the decider \
                  decides in its order): delete it, or name another with signed-topic",
+                st.topic,
+                st.partitions
+            );
+        }
+    }
+    if let Some(st) = summary.iter().find(|x| shards > 0 && x.topic == s.votes_topic) {
+        if st.partitions != shards as i32 {
+            bail!(
+                "votes topic {} has {} partitions; a decider of {shards} shards needs one a                  shard: delete it, or name another with votes-topic",
                 st.topic,
                 st.partitions
             );

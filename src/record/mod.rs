@@ -14,6 +14,7 @@ pub mod changelog;
 mod fast;
 mod page;
 pub mod signed;
+pub mod votes;
 
 pub use page::Page;
 

@@ -368,44 +368,31 @@ impl Decider<'_> {
         origin_ms: Option<i64>,
         counts: &mut Counts,
     ) -> Result<Outbound> {
-        // a signed record carries the text unless its signer left it out
-        let keep_text = self.s.keep_text && has_text;
-        let mut rec = record::tagged(
+        let (payload, label) = tagged_payload(
+            self.s,
+            &self.params_id,
+            self.max_out,
             page,
             signed,
             &outcome.decision,
             outcome.repeated,
-            &self.s.params,
-            &self.params_id,
-            keep_text,
-        );
-        rec.dedup.repeated = None;
-        let mut payload = serde_json::to_vec(&rec)?;
-        if payload.len() > self.max_out && rec.text.is_some() {
-            rec.text = None;
-            payload = serde_json::to_vec(&rec)?;
-        }
-        let (topic, label) = match outcome.decision.kind {
+            has_text,
+        )?;
+        let topic = match outcome.decision.kind {
             DecisionKind::Unique => {
                 counts.unique += 1;
-                (&self.unique_t, "unique")
+                &self.unique_t
             }
             DecisionKind::Skipped => {
                 counts.skipped += 1;
-                (&self.unique_t, "skipped")
+                &self.unique_t
             }
             DecisionKind::Duplicate => {
                 counts.duplicate += 1;
-                (&self.dup_t, "duplicate")
+                &self.dup_t
             }
         };
-        let mut headers = vec![
-            (HEADER_DECISION, label.to_string()),
-            (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
-        ];
-        if let Some(c) = &outcome.decision.canonical_id {
-            headers.push((HEADER_CANONICAL, c.clone()));
-        }
+        let headers = tagged_headers(&outcome.decision, label);
         Ok(Outbound {
             inbound,
             topic: Arc::clone(topic),
@@ -417,6 +404,54 @@ impl Decider<'_> {
             origin_ms,
         })
     }
+}
+
+/// The tagged record of a decision and its label (`unique`, `skipped` or `duplicate`): the
+/// text left out when the record would be too large with it. A decider and the aggregator
+/// of a sharded decider write the same bytes for the same decision.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tagged_payload(
+    s: &StageSettings,
+    params_id: &str,
+    max_out: usize,
+    page: &crate::record::ValidPage,
+    signed: &crate::signature::Signed,
+    decision: &crate::index::Decision,
+    repeated: bool,
+    has_text: bool,
+) -> Result<(Vec<u8>, &'static str)> {
+    // a signed record carries the text unless its signer left it out
+    let keep_text = s.keep_text && has_text;
+    let mut rec = record::tagged(
+        page, signed, decision, repeated, &s.params, params_id, keep_text,
+    );
+    rec.dedup.repeated = None;
+    let mut payload = serde_json::to_vec(&rec)?;
+    if payload.len() > max_out && rec.text.is_some() {
+        rec.text = None;
+        payload = serde_json::to_vec(&rec)?;
+    }
+    let label = match decision.kind {
+        DecisionKind::Unique => "unique",
+        DecisionKind::Skipped => "skipped",
+        DecisionKind::Duplicate => "duplicate",
+    };
+    Ok((payload, label))
+}
+
+/// The headers of a tagged record.
+pub(super) fn tagged_headers(
+    decision: &crate::index::Decision,
+    label: &'static str,
+) -> Vec<(&'static str, String)> {
+    let mut headers = vec![
+        (HEADER_DECISION, label.to_string()),
+        (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
+    ];
+    if let Some(c) = &decision.canonical_id {
+        headers.push((HEADER_CANONICAL, c.clone()));
+    }
+    headers
 }
 
 /// Clears the marks of the decisions that commits have covered since the last call.

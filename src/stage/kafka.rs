@@ -439,6 +439,48 @@ pub fn reader_with(
     })
 }
 
+/// The consumer of a role of a sharded decider: reads by assignment, commits the group's
+/// offsets itself (in its transactions under exactly-once).
+pub fn role_consumer(s: &StageSettings) -> Result<rdkafka::consumer::BaseConsumer> {
+    let mut c = consumer_config(s, None);
+    c.set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "false");
+    c.remove("group.instance.id");
+    c.create().with_context(|| {
+        format!(
+            "cannot create the Kafka consumer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
+/// The producer of a role of a sharded decider: idempotent, `acks=all`, transactional with
+/// `transactional_id` (exactly-once).
+pub fn role_producer<C: rdkafka::producer::ProducerContext>(
+    s: &StageSettings,
+    ctx: C,
+    transactional_id: Option<&str>,
+) -> Result<rdkafka::producer::BaseProducer<C>> {
+    let mut c = producer_config(s);
+    if let Some(id) = transactional_id {
+        c.set("transactional.id", id);
+        if c.get("transaction.timeout.ms").is_none() {
+            c.set(
+                "transaction.timeout.ms",
+                TRANSACTION_TIMEOUT.as_millis().to_string(),
+            );
+        }
+    }
+    c.create_with_context(ctx).with_context(|| {
+        format!(
+            "cannot create the Kafka producer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
 /// An admin client with the stage's brokers and client properties (security settings).
 pub fn admin(
     s: &StageSettings,

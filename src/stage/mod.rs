@@ -37,6 +37,7 @@
 //!   stops consuming, readiness turns false, the records before the failure are finished,
 //!   nothing after it is committed, and the process exits with an error.
 
+mod aggregate;
 mod align;
 mod changelog;
 mod close;
@@ -46,11 +47,13 @@ mod decide;
 mod finish;
 mod flow;
 pub mod kafka;
+mod link;
 mod membership;
 mod open;
 mod produce;
 mod restart;
 pub mod settings;
+mod shard;
 mod sign;
 mod signer;
 mod standby;
@@ -130,7 +133,12 @@ async fn run_async(s: StageSettings) -> Result<StageSummary> {
         None => None,
     };
     health.publish();
-    let result = stage(&s, &health, &service, started).await;
+    let result = match s.role {
+        Role::Shard | Role::Aggregator => {
+            tokio::task::block_in_place(|| sharded_role(&s, &health, started))
+        }
+        _ => stage(&s, &health, &service, started).await,
+    };
     if let Err(e) = &result {
         let why = format!("{e:#}");
         health.fail(&why);
@@ -272,6 +280,46 @@ async fn stage(
         Some(e) => Err(e),
         None => Ok(summary),
     }
+}
+
+/// A role of a decider split by owned pages: a shard ([`shard`]) or the aggregator
+/// ([`aggregate`]), each one loop on its own Kafka link ([`link`]).
+fn sharded_role(s: &StageSettings, health: &Health, started: Instant) -> Result<StageSummary> {
+    let mut summary = StageSummary {
+        mode: "run".into(),
+        stopped_by: "signal".into(),
+        ..Default::default()
+    };
+    let outcome = if s.role == Role::Shard {
+        shard::run(s, health).map(|c| {
+            summary.records = c.records;
+            summary.produced = c.records;
+        })
+    } else {
+        aggregate::run(s, health).map(|c| {
+            summary.records = c.records;
+            summary.unique = c.unique;
+            summary.duplicate = c.duplicate;
+            summary.skipped = c.skipped;
+            summary.dead_letter = c.dead_letter;
+            summary.repeated = c.repeated;
+            summary.produced = c.records;
+        })
+    };
+    if let Err(e) = outcome {
+        health.fail(&format!("{e:#}"));
+        return Err(e);
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+    summary.records_per_second = summary.records as f64 / summary.seconds.max(1e-9);
+    info!(
+        role = s.role.as_str(),
+        records = summary.records,
+        unique = summary.unique,
+        duplicate = summary.duplicate,
+        "stage stopped"
+    );
+    Ok(summary)
 }
 
 /// Stop signals: caught since the process started ([`crate::signals`]); from here on they

@@ -115,6 +115,8 @@ pub const DEFAULT_DUPLICATE_TOPIC: &str = "pages-duplicate";
 pub const DEFAULT_DEAD_LETTER_TOPIC: &str = "pages-dead-letter";
 /// Signed pages, from the signers to the decider.
 pub const DEFAULT_SIGNED_TOPIC: &str = "pages-signed";
+/// A sharded decider's votes, from the shards to the aggregator.
+pub const DEFAULT_VOTES_TOPIC: &str = "pages-votes";
 /// The decider's changelog (a decider's default; the single process has none unless named).
 pub const DEFAULT_CHANGELOG_TOPIC: &str = "pages-index-changelog";
 /// Drain time on a stop.
@@ -215,6 +217,12 @@ pub struct StageSettings {
     /// A decider with a standby: decide while the signed topic is assigned to this process,
     /// else follow the changelog.
     pub standby: bool,
+    /// A decider split by owned pages: the number of shards (0: not sharded).
+    pub shards: usize,
+    /// Which shard this process is (role shard).
+    pub shard: usize,
+    /// The votes topic of a sharded decider.
+    pub votes_topic: String,
     /// When to stop: the handle [`super::run`] was given (not a configuration key).
     #[serde(skip)]
     pub(crate) shutdown: crate::shutdown::Shutdown,
@@ -321,6 +329,8 @@ impl StageSettings {
                 (Mode::Run, Role::All) => "neardup".into(),
                 (Mode::Run, Role::Signer) => "neardup-signer".into(),
                 (Mode::Run, Role::Decider) => "neardup-decider".into(),
+                (Mode::Run, Role::Shard) => format!("neardup-shard-{}", stage.shard.unwrap_or(0)),
+                (Mode::Run, Role::Aggregator) => "neardup-aggregator".into(),
             });
         if group_id.trim().is_empty() {
             bail!("group-id must not be empty");
@@ -342,7 +352,9 @@ impl StageSettings {
             .unwrap_or_else(|| DEFAULT_SIGNED_TOPIC.into());
         // a signer keeps no index: the setting is the decider's (one file may serve both)
         let changelog_topic = match (kafka.changelog_topic.as_deref().map(str::trim), role) {
-            (_, Role::Signer) | (Some("off"), _) | (None, Role::All) => None,
+            (_, Role::Signer | Role::Shard | Role::Aggregator)
+            | (Some("off"), _)
+            | (None, Role::All) => None,
             (Some(t), _) => Some(t.to_string()),
             (None, Role::Decider) => Some(DEFAULT_CHANGELOG_TOPIC.into()),
         };
@@ -350,9 +362,35 @@ impl StageSettings {
             .input_topics
             .clone()
             .unwrap_or_else(|| vec![DEFAULT_INPUT_TOPIC.into()]);
-        if role == Role::Decider {
+        if matches!(role, Role::Decider | Role::Shard | Role::Aggregator) {
             // the decider reads what the signers wrote
             input_topics = vec![signed_topic.clone()];
+        }
+        let votes_topic = kafka
+            .votes_topic
+            .clone()
+            .unwrap_or_else(|| DEFAULT_VOTES_TOPIC.into());
+        let sharded = matches!(role, Role::Shard | Role::Aggregator);
+        let shards = stage.shards.unwrap_or(0);
+        let shard = stage.shard.unwrap_or(0);
+        if sharded {
+            if !(1..=1024).contains(&shards) {
+                bail!(
+                    "role {} needs shards, 1 to 1024: how many shards the decider is split in                      (every shard and the aggregator take the same number)",
+                    role.as_str()
+                );
+            }
+            if role == Role::Shard && stage.shard.is_none_or(|k| k >= shards) {
+                bail!(
+                    "role shard needs shard, 0 to {} (which of the {shards} shards this process is)",
+                    shards - 1
+                );
+            }
+            if c.retention.is_some() || c.max_pages.is_some() {
+                bail!(
+                    "a sharded decider keeps no retention window or page cap: a shard counts                      the software text of pages it does not hold, which a removal could not                      take back"
+                );
+            }
         }
         let unique_topic = kafka
             .unique_topic
@@ -376,6 +414,7 @@ impl StageSettings {
                 &duplicate_topic,
                 &dead_letter_topic,
                 &signed_topic,
+                &votes_topic,
             ])
             .chain(changelog_topic.as_ref())
         {
@@ -385,6 +424,7 @@ impl StageSettings {
         }
         let outputs: Vec<&String> = match role {
             Role::Signer => vec![&signed_topic, &dead_letter_topic],
+            Role::Shard => vec![&votes_topic],
             _ => [&unique_topic, &duplicate_topic, &dead_letter_topic]
                 .into_iter()
                 .chain(changelog_topic.as_ref())
@@ -406,6 +446,12 @@ impl StageSettings {
             {
                 bail!("changelog-topic {c} is also another topic of the stage: give it its own");
             }
+        }
+        if sharded
+            && [&unique_topic, &duplicate_topic, &dead_letter_topic, &signed_topic]
+                .contains(&&votes_topic)
+        {
+            bail!("votes-topic {votes_topic} is also another topic of the stage: give it its own");
         }
 
         let mut properties = BTreeMap::new();
@@ -556,6 +602,9 @@ impl StageSettings {
             replay_at_least_once,
             transaction_interval,
             standby,
+            shards: if sharded { shards } else { 0 },
+            shard,
+            votes_topic,
             shutdown: crate::shutdown::Shutdown::new(),
         })
     }

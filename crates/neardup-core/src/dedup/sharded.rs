@@ -35,10 +35,10 @@
 //! - Shards that start empty and read the whole stream: a shard's counts are of every page
 //!   read, which its index does not hold, so a reopened shard would count differently.
 //!   [`Shard::new`] refuses an index that holds pages.
-//! - A repeated id is answered before any shard reads it: one decider answers it with the
-//!   stored decision and stores and counts nothing, and so does the aggregator
-//!   ([`Aggregator::repeated`], from the decisions it keeps). A shard reading it would count
-//!   its software text twice and vote for its earlier record.
+//! - A repeated id is counted and stored by no shard: one decider answers it with the
+//!   stored decision and stores and counts nothing. Every shard keeps a 128-bit hash of
+//!   every id it read and judges a repeat [`Judged::Repeated`]; the aggregator answers it
+//!   with the decision it keeps ([`Aggregator::repeated`]).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -63,6 +63,31 @@ pub enum Judged {
     OwnTextTooShort,
     /// Matched on its own signatures, at τ.
     Matched,
+    /// An id read before: nothing counted, stored or voted; the earlier decision stands.
+    Repeated,
+}
+
+impl Judged {
+    /// The judgement's name in a votes record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Judged::Skipped => "skipped",
+            Judged::OwnTextTooShort => "own_text_too_short",
+            Judged::Matched => "matched",
+            Judged::Repeated => "repeated",
+        }
+    }
+
+    /// The judgement of a name ([`Judged::as_str`]).
+    pub fn parse(s: &str) -> Option<Judged> {
+        Some(match s {
+            "skipped" => Judged::Skipped,
+            "own_text_too_short" => Judged::OwnTextTooShort,
+            "matched" => Judged::Matched,
+            "repeated" => Judged::Repeated,
+            _ => return None,
+        })
+    }
 }
 
 /// A page a shard holds that the page being decided is matched with.
@@ -85,12 +110,28 @@ pub struct Vote {
     pub probe: u8,
 }
 
-/// One shard: the pages it owns, and the software-text counts of every page.
+/// One shard: the pages it owns, and the software-text counts and ids of every page.
 pub struct Shard {
     index: Index,
     me: usize,
     shards: usize,
     cands: Vec<Candidate>,
+    /// Every id read, by a 128-bit hash (two keyed hashes of it): a repeat is told apart
+    /// without holding the pages of other shards.
+    seen: FxHashSet<u128>,
+}
+
+/// A 128-bit hash of an id: two hashes of it under two keys (the chance that two of a
+/// billion ids meet is about 10^-21). In memory only, never persisted.
+fn id_hash(id: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |key: u64| {
+        let mut h = std::hash::DefaultHasher::new();
+        key.hash(&mut h);
+        id.hash(&mut h);
+        h.finish()
+    };
+    u128::from(half(0x6e65_6172_6475_7030)) << 64 | u128::from(half(0x7368_6172_6469_6473))
 }
 
 impl Shard {
@@ -129,7 +170,13 @@ impl Shard {
             me,
             shards,
             cands: Vec::new(),
+            seen: FxHashSet::default(),
         })
+    }
+
+    /// How many ids this shard has read.
+    pub fn ids(&self) -> usize {
+        self.seen.len()
     }
 
     /// The shard's index.
@@ -154,6 +201,31 @@ impl Shard {
         votes: &mut Vec<Vote>,
     ) -> Result<Judged, IndexError> {
         votes.clear();
+        self.take(pos, page, signed, Some(votes))
+    }
+
+    /// [`Shard::read`] without the votes: the page is judged, stored or counted as `read`
+    /// does, and nothing is probed. A shard that starts again reads the stream up to where
+    /// its votes were committed this way, to the state it had there.
+    pub fn replay(
+        &mut self,
+        pos: u64,
+        page: PageRef<'_>,
+        signed: &Signed,
+    ) -> Result<Judged, IndexError> {
+        self.take(pos, page, signed, None)
+    }
+
+    fn take(
+        &mut self,
+        pos: u64,
+        page: PageRef<'_>,
+        signed: &Signed,
+        votes: Option<&mut Vec<Vote>>,
+    ) -> Result<Judged, IndexError> {
+        if !self.seen.insert(id_hash(page.id)) {
+            return Ok(Judged::Repeated);
+        }
         let params = self.index.params();
         let min = params.min_signatures as usize;
         let hosts = params.signature.short_pages_across_hosts_only();
@@ -170,13 +242,13 @@ impl Shard {
         } else {
             Judged::Matched
         };
-        match judged {
-            Judged::Skipped => {}
-            Judged::OwnTextTooShort => {
+        match (judged, votes) {
+            (_, None) | (Judged::Skipped | Judged::Repeated, _) => {}
+            (Judged::OwnTextTooShort, Some(votes)) => {
                 let keys = Keys::of(signed).on_host(host_text.then_some(page.url));
                 self.one_page_votes(signed, keys, [matched, q], votes)?;
             }
-            Judged::Matched => {
+            (Judged::Matched, Some(votes)) => {
                 let url = hosts.then_some(page.url);
                 let keys = Keys::of(signed).on_host(url.filter(|_| host_text));
                 self.similar_votes(signed, keys, q, url, votes)?;
@@ -321,7 +393,9 @@ impl Aggregator {
     }
 
     /// Decides the page at stream position `pos`, judged `judged`, from the votes of every
-    /// shard: a duplicate of the best page decided unique among them (the highest
+    /// shard: a repeated id gets its earlier decision (unique, when none is kept: a shard
+    /// judges a repeat only after the aggregator decided its first record); otherwise a
+    /// duplicate of the best page decided unique among them (the highest
     /// similarity, then the earliest position; for [`Judged::OwnTextTooShort`], the first
     /// probe that found one, then the earliest first seen, then the earliest position),
     /// else unique (or skipped).
@@ -332,6 +406,11 @@ impl Aggregator {
         judged: Judged,
         votes: impl IntoIterator<Item = &'v Vote>,
     ) -> Decision {
+        if judged == Judged::Repeated {
+            if let Some(d) = self.decided.get(id) {
+                return d.clone();
+            }
+        }
         let d = self.choose(pos, judged, votes);
         self.decided.insert(id.to_string(), d.clone());
         d
@@ -345,7 +424,7 @@ impl Aggregator {
     ) -> Decision {
         let live = votes.into_iter().filter(|v| self.unique.contains(&v.pos));
         let best = match judged {
-            Judged::Skipped => None,
+            Judged::Skipped | Judged::Repeated => None,
             Judged::Matched => live
                 .filter(|v| v.probe == 0)
                 .fold(None, |b: Option<&Vote>, v| match b {

@@ -1,0 +1,394 @@
+//! `--role aggregator`: the aggregator of a decider split by owned pages (docs/scale-out.md,
+//! "Past one decider"). It reads the signed topic and every shard's partition of the votes
+//! topic, joins them on the signed record's offset, decides each page in the signed topic's
+//! order from every shard's votes ([`crate::dedup::sharded::Aggregator`]) and writes the
+//! tagged record a decider writes for the same decision, byte for byte (a dead letter for a
+//! signed record that is not one).
+//!
+//! Its state (every decision by id, and which pages were decided unique) is a function of
+//! what it read, in order: at every start it reads its inputs from their start, decides
+//! again without writing up to the signed offset its group committed, and writes from
+//! there.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rdkafka::message::{BorrowedMessage, Message};
+use tracing::info;
+
+use super::decide::{max_output_bytes, tagged_headers, tagged_payload};
+use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
+use super::link::Link;
+use super::settings::StageSettings;
+use crate::dedup::sharded::{Aggregator, Judged, Vote};
+use crate::index::DecisionKind;
+use crate::record::signed::{signature_id, SignedRecord};
+use crate::record::votes::VotesRecord;
+use crate::record::{self, DeadLetter, Source};
+use crate::telemetry::{self as tm, Health};
+
+/// Records of one input held before the others catch up, at most: past it the input is
+/// paused (a shard far ahead of another, or the signed topic ahead of every shard).
+const HELD: usize = 20_000;
+
+/// What the aggregator decided, for the summary.
+#[derive(Default)]
+pub(super) struct AggregateCounts {
+    pub(super) records: u64,
+    pub(super) replayed: u64,
+    pub(super) unique: u64,
+    pub(super) duplicate: u64,
+    pub(super) skipped: u64,
+    pub(super) dead_letter: u64,
+    pub(super) repeated: u64,
+}
+
+/// A signed record waiting for its votes.
+struct Held {
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+}
+
+/// The inputs, as read and not yet joined.
+struct Queues {
+    signed: VecDeque<Held>,
+    votes: Vec<VecDeque<VotesRecord>>,
+    /// Per votes partition: the offset after the last record read.
+    votes_next: Vec<i64>,
+    paused: Vec<bool>,
+}
+
+/// Runs the aggregator until a stop.
+pub(super) fn run(s: &StageSettings, health: &Health) -> Result<AggregateCounts> {
+    let mut link = Link::new(s)?;
+    let signed_parts = link.partitions(&s.signed_topic)?;
+    if signed_parts != 1 {
+        bail!(
+            "the signed topic {} has {signed_parts} partitions: the shards and the aggregator \
+             read one order, so it must have one",
+            s.signed_topic
+        );
+    }
+    let votes_parts = link.partitions(&s.votes_topic)?;
+    if votes_parts != s.shards {
+        bail!(
+            "the votes topic {} has {votes_parts} partitions and the decider {} shards: it \
+             needs one partition a shard (neardup topics create --shards {})",
+            s.votes_topic,
+            s.shards,
+            s.shards
+        );
+    }
+    let signed_t = s.signed_topic.as_str();
+    let votes_t = s.votes_topic.as_str();
+    let mut parts: Vec<(&str, i32)> = vec![(signed_t, 0)];
+    parts.extend((0..s.shards).map(|k| (votes_t, k as i32)));
+    let committed = link.committed(&parts[..1])?[0];
+    link.assign_from_start(&parts)?;
+    info!(
+        shards = s.shards,
+        committed,
+        "reading the signed topic and the votes from their start; deciding again without \
+         writing up to the committed offset"
+    );
+    health.assigned.store(parts.len(), Ordering::Relaxed);
+    if committed > 0 {
+        *health.restoring.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+            "deciding the signed topic again up to offset {committed}"
+        ));
+    }
+    health.index_open.store(committed == 0, Ordering::Relaxed);
+    health.publish();
+
+    let mut a = Agg {
+        s,
+        want: signature_id(&s.params.signature),
+        fp_words: (s.params.signature.fingerprint_bits / 64) as usize,
+        params_id: record::params_id(&s.params),
+        max_out: max_output_bytes(s),
+        aggregator: Aggregator::new(),
+        votes: Vec::new(),
+        counts: AggregateCounts::default(),
+    };
+    let mut q = Queues {
+        signed: VecDeque::new(),
+        votes: vec![VecDeque::new(); s.shards],
+        votes_next: vec![0; s.shards],
+        paused: vec![false; s.shards + 1],
+    };
+    let mut next = 0i64;
+    let mut ready = committed == 0;
+    let started = Instant::now();
+    while !s.shutdown.requested() {
+        match link.consumer.poll(std::time::Duration::from_millis(100)) {
+            None => {}
+            Some(m) => q.take(&m.context("reading the signed topic and the votes")?, s)?,
+        }
+        // every signed record whose votes are all in, in order
+        while let Some(joined) = q.join()? {
+            let (held, votes) = joined;
+            let offset = held.offset;
+            let write = offset >= committed;
+            a.decide(&mut link, held, &votes, write)?;
+            next = offset + 1;
+            if !write {
+                a.counts.replayed += 1;
+                continue;
+            }
+            a.counts.records += 1;
+            health.progressed();
+        }
+        if !ready && (next >= committed || link.position(signed_t, 0) >= committed) {
+            ready = true;
+            *health.restoring.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            health.index_open.store(true, Ordering::Relaxed);
+            health.publish();
+            info!(
+                replayed = a.counts.replayed,
+                seconds = started.elapsed().as_secs_f64(),
+                "decided the signed topic again up to the committed offset: writing"
+            );
+        }
+        q.flow(&link, s)?;
+        if link.due() {
+            link.commit(&q.offsets(signed_t, votes_t, next))?;
+        }
+    }
+    health.draining.store(true, Ordering::Relaxed);
+    health.publish();
+    if next > committed {
+        link.commit(&q.offsets(signed_t, votes_t, next))?;
+    }
+    Ok(a.counts)
+}
+
+impl Queues {
+    /// Holds a record read.
+    fn take(&mut self, m: &BorrowedMessage<'_>, s: &StageSettings) -> Result<()> {
+        let payload = m.payload().unwrap_or_default();
+        if m.topic() == s.signed_topic {
+            self.signed.push_back(Held {
+                offset: m.offset(),
+                key: m.key().map(<[u8]>::to_vec),
+                payload: payload.to_vec(),
+            });
+            return Ok(());
+        }
+        let k = m.partition() as usize;
+        let v = VotesRecord::decode(payload, s.shards).map_err(|e| {
+            anyhow::anyhow!(
+                "votes record at {}:{}:{}: {e}",
+                m.topic(),
+                m.partition(),
+                m.offset()
+            )
+        })?;
+        if v.shard != k {
+            bail!(
+                "votes record at {}:{}:{} was written by shard {}: each shard writes its own \
+                 partition",
+                m.topic(),
+                k,
+                m.offset(),
+                v.shard
+            );
+        }
+        self.votes_next[k] = m.offset() + 1;
+        self.votes[k].push_back(v);
+        Ok(())
+    }
+
+    /// The first signed record and every shard's votes for it, once all are in. A votes
+    /// record for an offset already joined (written again by a shard that restarted under
+    /// at-least-once) is dropped.
+    fn join(&mut self) -> Result<Option<(Held, Vec<VotesRecord>)>> {
+        let Some(front) = self.signed.front() else {
+            return Ok(None);
+        };
+        let offset = front.offset;
+        for (k, q) in self.votes.iter_mut().enumerate() {
+            while q.front().is_some_and(|v| v.offset < offset) {
+                q.pop_front();
+            }
+            match q.front() {
+                None => return Ok(None),
+                Some(v) if v.offset > offset => bail!(
+                    "shard {k} wrote no votes for the signed record at offset {offset} (its \
+                     next votes are for offset {}): the shards and the aggregator must read \
+                     the same signed topic",
+                    v.offset
+                ),
+                Some(_) => {}
+            }
+        }
+        let held = self.signed.pop_front().expect("front");
+        let votes = self
+            .votes
+            .iter_mut()
+            .map(|q| q.pop_front().expect("joined"))
+            .collect();
+        Ok(Some((held, votes)))
+    }
+
+    /// Pauses an input that is far ahead, resumes one the others caught up with.
+    fn flow(&mut self, link: &Link, s: &StageSettings) -> Result<()> {
+        let lens = std::iter::once(self.signed.len()).chain(self.votes.iter().map(VecDeque::len));
+        for (i, len) in lens.enumerate().collect::<Vec<_>>() {
+            let pause = len >= HELD;
+            if pause != self.paused[i] && (pause || len < HELD / 2) {
+                let (t, p) = match i {
+                    0 => (s.signed_topic.as_str(), 0),
+                    k => (s.votes_topic.as_str(), k as i32 - 1),
+                };
+                link.pause(t, p, pause)?;
+                self.paused[i] = pause;
+            }
+        }
+        Ok(())
+    }
+
+    /// The offsets to commit: the signed topic's after the last record decided, each votes
+    /// partition's after the last record read (what is held past it is read again at the
+    /// next start, which reads from the start anyway).
+    fn offsets<'t>(&self, signed: &'t str, votes: &'t str, next: i64) -> Vec<(&'t str, i32, i64)> {
+        let mut o = vec![(signed, 0, next)];
+        for (k, n) in self.votes_next.iter().enumerate() {
+            if *n > 0 {
+                o.push((votes, k as i32, *n));
+            }
+        }
+        o
+    }
+}
+
+/// What deciding needs between records.
+struct Agg<'a> {
+    s: &'a StageSettings,
+    want: String,
+    fp_words: usize,
+    params_id: String,
+    max_out: usize,
+    aggregator: Aggregator,
+    votes: Vec<Vote>,
+    counts: AggregateCounts,
+}
+
+impl Agg<'_> {
+    /// Decides one signed record from every shard's votes and, when `write`, writes its
+    /// output as a decider does.
+    fn decide(
+        &mut self,
+        link: &mut Link,
+        held: Held,
+        shards: &[VotesRecord],
+        write: bool,
+    ) -> Result<()> {
+        let judged = shards[0].judgement();
+        if let Some(k) = shards.iter().position(|v| v.judgement() != judged) {
+            bail!(
+                "the shards judged the signed record at offset {} differently (shard 0: {}, \
+                 shard {k}: {}): they must run one version with the same settings",
+                held.offset,
+                shards[0].judged,
+                shards[k].judged
+            );
+        }
+        let decoded = SignedRecord::decode(&held.payload, &self.want, self.fp_words);
+        let (page, signed, has_text, judged) = match (decoded, judged) {
+            (Err(bad), None) => {
+                self.counts.dead_letter += 1;
+                if write {
+                    metrics::counter!(tm::DEAD_LETTERS, "reason" => bad.reason.as_str())
+                        .increment(1);
+                    let src = Source::Kafka {
+                        topic: self.s.signed_topic.clone(),
+                        partition: 0,
+                        offset: held.offset,
+                    };
+                    let dl = DeadLetter::fitting(&bad, src, &held.payload, self.max_out);
+                    link.send(
+                        &self.s.dead_letter_topic,
+                        None,
+                        held.key.as_deref(),
+                        &serde_json::to_vec(&dl)?,
+                        &[
+                            (HEADER_DECISION, "dead_letter".into()),
+                            (HEADER_REASON, bad.reason.as_str().into()),
+                            (HEADER_SCHEMA, record::DEAD_LETTER_SCHEMA.into()),
+                        ],
+                    )?;
+                }
+                return Ok(());
+            }
+            (Ok((page, signed, has_text, _)), Some(j)) => (page, signed, has_text, j),
+            (Err(bad), Some(_)) => bail!(
+                "the shards read the signed record at offset {} and this aggregator cannot \
+                 ({}): they must run one version with the same signature settings",
+                held.offset,
+                bad.detail
+            ),
+            (Ok(_), None) => bail!(
+                "the shards could not read the signed record at offset {} and this \
+                 aggregator can: they must run one version with the same signature settings",
+                held.offset
+            ),
+        };
+        if shards.iter().any(|v| v.id != page.doc_id) {
+            bail!(
+                "the votes for the signed record at offset {} name another page than {}",
+                held.offset,
+                page.doc_id
+            );
+        }
+        self.votes.clear();
+        self.votes.extend(shards.iter().flat_map(VotesRecord::votes));
+        let decision =
+            self.aggregator
+                .decide(held.offset as u64, &page.doc_id, judged, self.votes.iter());
+        let repeated = judged == Judged::Repeated;
+        if !write {
+            return Ok(());
+        }
+        if repeated {
+            self.counts.repeated += 1;
+            metrics::counter!(tm::REPEATED_IDS).increment(1);
+        }
+        let (payload, label) = tagged_payload(
+            self.s,
+            &self.params_id,
+            self.max_out,
+            &page,
+            &signed,
+            &decision,
+            repeated,
+            has_text,
+        )?;
+        let topic = match decision.kind {
+            DecisionKind::Unique => {
+                self.counts.unique += 1;
+                &self.s.unique_topic
+            }
+            DecisionKind::Skipped => {
+                self.counts.skipped += 1;
+                &self.s.unique_topic
+            }
+            DecisionKind::Duplicate => {
+                self.counts.duplicate += 1;
+                &self.s.duplicate_topic
+            }
+        };
+        link.send(
+            topic,
+            None,
+            held.key.as_deref(),
+            &payload,
+            &tagged_headers(&decision, label),
+        )?;
+        metrics::counter!(tm::RECORDS_OUT, "topic" => topic.clone(), "decision" => label)
+            .increment(1);
+        Ok(())
+    }
+}

@@ -1,0 +1,294 @@
+//! The Kafka link of the roles of a sharded decider (a shard, the aggregator): one consumer
+//! that reads its partitions by assignment from their start, and one producer whose records
+//! are committed with the consumer's offsets, in a transaction under exactly-once.
+//!
+//! Both roles hold state that is a function of what they read, in order: at every start
+//! they read their input from its start again, and produce only past the offsets their
+//! group committed. So their state after a crash, a kill or a lost pod is the one they had
+//! at their last commit, whatever the guarantee, and they need no volume.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+
+use super::restart::{broker_fault, DecideAgain};
+use super::settings::StageSettings;
+use crate::config::Guarantee;
+use crate::telemetry as tm;
+
+/// How long a transaction call, a flush or a commit may take.
+const CALL: Duration = Duration::from_secs(60);
+
+/// Records sent before a commit is due, whatever the interval.
+const COMMIT_RECORDS: u64 = 10_000;
+
+/// The producer's context: the first delivery that failed.
+#[derive(Default)]
+pub(super) struct Deliveries {
+    failed: Mutex<Option<KafkaError>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+    fn delivery(&self, r: &DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = r {
+            let mut f = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+            if f.is_none() {
+                *f = Some(e.clone());
+            }
+        }
+    }
+}
+
+/// A role's consumer and producer.
+pub(super) struct Link {
+    pub(super) consumer: BaseConsumer,
+    producer: BaseProducer<Deliveries>,
+    exactly_once: bool,
+    open: bool,
+    sent: u64,
+    last_commit: Instant,
+    interval: Duration,
+}
+
+impl Link {
+    /// The link of a role whose group is `s.group_id` (its transactional id, too).
+    pub(super) fn new(s: &StageSettings) -> Result<Link> {
+        let consumer = super::kafka::role_consumer(s)?;
+        let exactly_once = s.guarantee == Guarantee::ExactlyOnce;
+        let producer = super::kafka::role_producer(
+            s,
+            Deliveries::default(),
+            exactly_once.then_some(s.group_id.as_str()),
+        )?;
+        if exactly_once {
+            // fences an earlier process of this role: what it left open is aborted
+            producer
+                .init_transactions(CALL)
+                .map_err(|e| fault("starting the transactions", e))?;
+        }
+        Ok(Link {
+            consumer,
+            producer,
+            exactly_once,
+            open: false,
+            sent: 0,
+            last_commit: Instant::now(),
+            interval: if exactly_once {
+                s.transaction_interval
+            } else {
+                Duration::from_secs(1)
+            },
+        })
+    }
+
+    /// The partitions of `topic`, as the brokers say (an error when it does not exist).
+    pub(super) fn partitions(&self, topic: &str) -> Result<usize> {
+        let md = self
+            .consumer
+            .fetch_metadata(Some(topic), Duration::from_secs(30))
+            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
+        let t = md
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .filter(|t| t.error().is_none() && !t.partitions().is_empty());
+        match t {
+            Some(t) => Ok(t.partitions().len()),
+            None => bail!("topic {topic} does not exist: create it with neardup topics create"),
+        }
+    }
+
+    /// The offsets the group committed for these partitions (0 where none).
+    pub(super) fn committed(&self, parts: &[(&str, i32)]) -> Result<Vec<i64>> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in parts {
+            tpl.add_partition(t, *p);
+        }
+        // the group's coordinator may not be there yet (a new cluster, a broker that
+        // moved): asked again for up to a minute
+        let deadline = Instant::now() + CALL;
+        let got = loop {
+            match self
+                .consumer
+                .committed_offsets(tpl.clone(), Duration::from_secs(30))
+            {
+                Ok(got) => break got,
+                Err(e) if Instant::now() < deadline => {
+                    tracing::info!(error = %e, "the group's committed offsets: asking again");
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e).context("cannot read the group's committed offsets"),
+            }
+        };
+        parts
+            .iter()
+            .map(|(t, p)| {
+                Ok(match got.find_partition(t, *p).map(|e| e.offset()) {
+                    Some(Offset::Offset(o)) => o,
+                    _ => 0,
+                })
+            })
+            .collect()
+    }
+
+    /// Reads these partitions from their start.
+    pub(super) fn assign_from_start(&self, parts: &[(&str, i32)]) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in parts {
+            tpl.add_partition_offset(t, *p, Offset::Beginning)?;
+        }
+        self.consumer
+            .assign(&tpl)
+            .context("cannot assign the partitions")
+    }
+
+    /// The next offset the consumer reads of a partition (0 before its first fetch).
+    pub(super) fn position(&self, topic: &str, partition: i32) -> i64 {
+        match self
+            .consumer
+            .position()
+            .ok()
+            .and_then(|tpl| tpl.find_partition(topic, partition).map(|e| e.offset()))
+        {
+            Some(Offset::Offset(o)) => o,
+            _ => 0,
+        }
+    }
+
+    /// Pauses or resumes reading a partition (a queue of records waiting is full, or has room
+    /// again).
+    pub(super) fn pause(&self, topic: &str, partition: i32, paused: bool) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(topic, partition);
+        if paused {
+            self.consumer.pause(&tpl)?;
+        } else {
+            self.consumer.resume(&tpl)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a record (in the open transaction under exactly-once, opened here when none is).
+    pub(super) fn send(
+        &mut self,
+        topic: &str,
+        partition: Option<i32>,
+        key: Option<&[u8]>,
+        payload: &[u8],
+        headers: &[(&str, String)],
+    ) -> Result<()> {
+        if self.exactly_once && !self.open {
+            self.producer
+                .begin_transaction()
+                .map_err(|e| fault("beginning a transaction", e))?;
+            self.open = true;
+        }
+        let mut h = OwnedHeaders::new_with_capacity(headers.len());
+        for (k, v) in headers {
+            h = h.insert(Header {
+                key: k,
+                value: Some(v.as_bytes()),
+            });
+        }
+        let mut rec = BaseRecord::to(topic).payload(payload).headers(h);
+        if let Some(k) = key {
+            rec = rec.key(k);
+        }
+        if let Some(p) = partition {
+            rec = rec.partition(p);
+        }
+        loop {
+            match self.producer.send(rec) {
+                Ok(()) => break,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                    rec = r;
+                    self.producer.poll(Duration::from_millis(50));
+                }
+                Err((e, _)) => return Err(fault(&format!("producing to {topic}"), e)),
+            }
+        }
+        self.producer.poll(Duration::ZERO);
+        self.sent += 1;
+        Ok(())
+    }
+
+    /// A commit is due: records were sent, and the interval passed or many were.
+    pub(super) fn due(&self) -> bool {
+        self.sent > 0 && (self.sent >= COMMIT_RECORDS || self.last_commit.elapsed() >= self.interval)
+    }
+
+    /// Commits what was sent with these offsets (the next record to read of each partition):
+    /// in the open transaction under exactly-once; else once every record is acknowledged.
+    pub(super) fn commit(&mut self, offsets: &[(&str, i32, i64)]) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, o) in offsets {
+            tpl.add_partition_offset(t, *p, Offset::Offset(*o))?;
+        }
+        let started = Instant::now();
+        if self.exactly_once {
+            if !self.open {
+                self.producer
+                    .begin_transaction()
+                    .map_err(|e| fault("beginning a transaction", e))?;
+                self.open = true;
+            }
+            let group = self
+                .consumer
+                .group_metadata()
+                .context("the consumer has no group metadata")?;
+            self.producer
+                .send_offsets_to_transaction(&tpl, &group, CALL)
+                .map_err(|e| fault("adding the offsets to the transaction", e))?;
+            self.producer
+                .commit_transaction(CALL)
+                .map_err(|e| fault("committing the transaction", e))?;
+            self.open = false;
+            metrics::counter!(tm::TRANSACTIONS).increment(1);
+            metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS)
+                .record(started.elapsed().as_secs_f64());
+        } else {
+            self.producer
+                .flush(CALL)
+                .map_err(|e| fault("waiting for the acknowledgements", e))?;
+            let failed = self
+                .producer
+                .context()
+                .failed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            if let Some(e) = failed {
+                return Err(fault("a record was not acknowledged", e));
+            }
+            self.consumer
+                .commit(&tpl, CommitMode::Sync)
+                .context("cannot commit the offsets")?;
+        }
+        self.sent = 0;
+        self.last_commit = Instant::now();
+        Ok(())
+    }
+}
+
+/// The error of a failed call: under exactly-once, after a fault of the brokers, the exit a
+/// restart is the answer to ([`DecideAgain`]); a restart reads the input again from its
+/// start either way.
+fn fault(what: &str, e: KafkaError) -> anyhow::Error {
+    metrics::counter!(tm::KAFKA_ERRORS, "code" => super::kafka::code(&e)).increment(1);
+    let why = format!("{what}: {e}");
+    if broker_fault(&e) || matches!(&e, KafkaError::Transaction(t) if t.txn_requires_abort()) {
+        anyhow::Error::new(DecideAgain(why))
+    } else {
+        anyhow::anyhow!(why)
+    }
+}

@@ -1,0 +1,166 @@
+//! `--role shard`: one shard of a decider split by owned pages (docs/scale-out.md, "Past
+//! one decider"). It reads every record of the signed topic in order, judges each page,
+//! holds the pages whose id hashes to it ([`crate::dedup::sharded::Shard`]) and writes a
+//! votes record for every signed record to its partition of the votes topic.
+//!
+//! Its state (the pages it holds, the software-text counts and the ids of every page) is a
+//! function of the signed records read, in order. At every start it reads the signed topic
+//! from its start: up to the offset its group committed it only replays the pages (no
+//! probe, no record written), then it decides from there. So it needs no volume, and a
+//! restart, a kill or a lost pod leaves its state as at its last commit.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rdkafka::message::Message;
+use tracing::info;
+
+use super::link::Link;
+use super::settings::StageSettings;
+use crate::dedup::sharded::{Shard, Vote};
+use crate::dedup::PageRef;
+use crate::index::Index;
+use crate::record::signed::{signature_id, SignedRecord};
+use crate::record::votes::VotesRecord;
+use crate::telemetry::{self as tm, Health};
+
+/// What a shard read, for the summary.
+#[derive(Default)]
+pub(super) struct ShardCounts {
+    pub(super) records: u64,
+    pub(super) replayed: u64,
+}
+
+/// Runs shard `s.shard` of `s.shards` until a stop.
+pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
+    let index = Index::memory(s.params.clone()).context("cannot open the shard's index")?;
+    let mut shard = Shard::new(index, s.shard, s.shards)?;
+    let mut link = Link::new(s)?;
+    let signed_parts = link.partitions(&s.signed_topic)?;
+    if signed_parts != 1 {
+        bail!(
+            "the signed topic {} has {signed_parts} partitions: the shards and the aggregator \
+             read one order, so it must have one",
+            s.signed_topic
+        );
+    }
+    let votes_parts = link.partitions(&s.votes_topic)?;
+    if votes_parts != s.shards {
+        bail!(
+            "the votes topic {} has {votes_parts} partitions and the decider {} shards: it \
+             needs one partition a shard (neardup topics create --shards {})",
+            s.votes_topic,
+            s.shards,
+            s.shards
+        );
+    }
+    let topic = s.signed_topic.as_str();
+    let committed = link.committed(&[(topic, 0)])?[0];
+    link.assign_from_start(&[(topic, 0)])?;
+    info!(
+        shard = s.shard,
+        shards = s.shards,
+        committed,
+        "reading the signed topic from its start; replaying up to the committed offset"
+    );
+    // ready once the state of the last commit is back
+    health.assigned.store(1, Ordering::Relaxed);
+    if committed > 0 {
+        set_restoring(
+            health,
+            Some(format!("replaying the signed topic up to offset {committed}")),
+        );
+    } else {
+        health.index_open.store(true, Ordering::Relaxed);
+        health.publish();
+    }
+
+    let want = signature_id(&s.params.signature);
+    let fp_words = (s.params.signature.fingerprint_bits / 64) as usize;
+    let partition = s.shard as i32;
+    let mut votes: Vec<Vote> = Vec::new();
+    let mut counts = ShardCounts::default();
+    let mut next = 0i64;
+    let mut ready = committed == 0;
+    let started = Instant::now();
+    while !s.shutdown.requested() {
+        if !ready && link.position(topic, 0) >= committed {
+            ready = true;
+            set_restoring(health, None);
+            health.index_open.store(true, Ordering::Relaxed);
+            health.publish();
+            info!(
+                replayed = counts.replayed,
+                seconds = started.elapsed().as_secs_f64(),
+                pages = shard.index().pages(),
+                "replayed the signed topic up to the committed offset: deciding"
+            );
+        }
+        let Some(m) = link.consumer.poll(std::time::Duration::from_millis(100)) else {
+            if link.due() {
+                link.commit(&[(topic, 0, next)])?;
+            }
+            continue;
+        };
+        let m = m.context("reading the signed topic")?;
+        let offset = m.offset();
+        let replay = offset < committed;
+        let payload = m.payload().unwrap_or_default();
+        votes.clear();
+        let (judged, id) = match SignedRecord::decode(payload, &want, fp_words) {
+            // the aggregator reads the same record and writes its dead letter
+            Err(_) => (None, String::new()),
+            Ok((page, signed, _, _)) => {
+                let first_seen = page
+                    .fetched_at
+                    .or(m.timestamp().to_millis().map(|ms| ms.div_euclid(1000)))
+                    .unwrap_or(0);
+                let p = PageRef {
+                    id: &page.doc_id,
+                    url: &page.page.url,
+                    first_seen,
+                };
+                let pos = offset as u64;
+                let judged = if replay {
+                    shard.replay(pos, p, &signed)?
+                } else {
+                    shard.read(pos, p, &signed, &mut votes)?
+                };
+                (Some(judged), page.doc_id)
+            }
+        };
+        next = offset + 1;
+        if replay {
+            counts.replayed += 1;
+            continue;
+        }
+        let rec = VotesRecord::new(s.shard, s.shards, offset, &id, judged, &votes);
+        link.send(
+            &s.votes_topic,
+            Some(partition),
+            Some(id.as_bytes()),
+            &serde_json::to_vec(&rec)?,
+            &[(super::flow::HEADER_SCHEMA, crate::record::votes::VOTES_SCHEMA.into())],
+        )?;
+        counts.records += 1;
+        metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
+        health.progressed();
+        if link.due() {
+            link.commit(&[(topic, 0, next)])?;
+            metrics::gauge!(tm::INDEX_PAGES).set(shard.index().pages() as f64);
+        }
+    }
+    health.draining.store(true, Ordering::Relaxed);
+    health.publish();
+    // not while replaying: the group's offset would go back
+    if next > committed {
+        link.commit(&[(topic, 0, next)])?;
+    }
+    Ok(counts)
+}
+
+fn set_restoring(health: &Health, what: Option<String>) {
+    *health.restoring.lock().unwrap_or_else(|p| p.into_inner()) = what;
+    health.publish();
+}

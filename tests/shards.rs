@@ -1,0 +1,249 @@
+//! A decider split by owned pages against a real broker (docs/scale-out.md, "Past one
+//! decider"): a signer, two shards (`--role shard`) and the aggregator (`--role
+//! aggregator`) decide as `neardup dedup` does over the signed topic's order; a shard and
+//! the aggregator killed and started again (their state read again from the topics) change
+//! no decision; with exactly-once, twenty SIGKILLs spread over the signer, both shards and
+//! the aggregator leave every input answered once as a read_committed consumer sees it.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const OUTPUTS: [&str; 3] = ["pages-unique", "pages-duplicate", "pages-dead-letter"];
+const SIGNED: &str = "pages-signed";
+const VOTES: &str = "pages-votes";
+const SHARDS: usize = 2;
+
+fn topics(b: &Broker) {
+    b.create_topics(&[
+        ("pages", 4),
+        (SIGNED, 1),
+        (VOTES, SHARDS as i32),
+        ("pages-unique", 3),
+        ("pages-duplicate", 3),
+        ("pages-dead-letter", 1),
+    ]);
+}
+
+/// Role `what` (0 the signer, 1..=SHARDS the shards, then the aggregator), its `n`-th start.
+fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage {
+    let shards = SHARDS.to_string();
+    let shard = what.saturating_sub(1).to_string();
+    let (name, mut args): (String, Vec<&str>) = match what {
+        0 => ("signer".into(), vec!["--role", "signer", "--instance-id", "signer-0"]),
+        w if w <= SHARDS => (
+            format!("shard-{}", w - 1),
+            vec!["--role", "shard", "--shards", &shards, "--shard", &shard],
+        ),
+        _ => ("aggregator".into(), vec!["--role", "aggregator", "--shards", &shards]),
+    };
+    args.extend(extra);
+    Stage::start(
+        b,
+        &dir.join(format!("{name}-unused")),
+        &dir.join(format!("{name}-{n}.log")),
+        &args,
+    )
+}
+
+const ROLES: usize = SHARDS + 2;
+const AGGREGATOR: usize = SHARDS + 1;
+
+/// The pages of the input in the signed topic's order (the first signed record of each id).
+fn signed_order(b: &Broker, inputs: &[Input]) -> Vec<Input> {
+    let by_id: BTreeMap<String, &Input> = inputs
+        .iter()
+        .filter_map(|r| {
+            let v: serde_json::Value = serde_json::from_slice(r.2.as_ref()?).ok()?;
+            Some((v["id"].as_str()?.to_string(), r))
+        })
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut order = Vec::new();
+    for o in b.read(&[SIGNED], usize::MAX, Duration::from_secs(120)) {
+        let id = o.json()["id"].as_str().unwrap().to_string();
+        if seen.insert(id.clone()) {
+            order.push((*by_id[&id]).clone());
+        }
+    }
+    order
+}
+
+fn decisions(outs: &[Out]) -> BTreeMap<String, (String, String)> {
+    outs.iter()
+        .filter(|o| o.topic != "pages-dead-letter")
+        .map(|o| decision_of(&o.json()))
+        .collect()
+}
+
+/// Pages and a few records that are not pages (dead letters from the signer).
+fn inputs(from: u64, to: u64) -> (Vec<Input>, usize) {
+    let mut records = synthetic_range(from, to, 4);
+    let bad = [&b"not json"[..], br#"{"html":"<p>no url</p>"}"#];
+    for (i, v) in bad.iter().enumerate() {
+        records.push((i as i32, format!("bad-{from}-{i}"), Some(v.to_vec())));
+    }
+    (records, bad.len())
+}
+
+#[test]
+fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
+    for s in &stages {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    let (records, bad) = inputs(0, 100);
+    b.produce("pages", &records);
+    let pages = records.len() - bad;
+    wait_until(Duration::from_secs(180), "every page decided", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") >= pages as f64
+    });
+    for k in 1..=SHARDS {
+        assert_eq!(
+            stages[k].metric("neardup_records_in_total", ""),
+            pages as f64,
+            "every shard reads every signed page"
+        );
+    }
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let mut ids = ids(&records);
+    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+        ids.insert(o.source());
+    }
+    let (first, repeats) = first_outputs(&outs, &ids);
+    assert_eq!(repeats, 0, "no failure: every input answered once");
+    assert_eq!(first.len(), records.len());
+    let tagged = validator("tagged.v1.schema.json");
+    for o in outs.iter().filter(|o| o.topic != "pages-dead-letter") {
+        assert!(tagged.is_valid(&o.json()), "tagged record off its schema");
+    }
+    let votes = validator("votes.v1.schema.json");
+    let vs = b.read(&[VOTES], usize::MAX, Duration::from_secs(120));
+    assert_eq!(vs.len(), SHARDS * pages, "a votes record a shard a page");
+    for o in &vs {
+        let v = o.json();
+        if let Err(e) = votes.validate(&v) {
+            panic!("votes record does not follow its schema: {e}: {v}");
+        }
+    }
+    let got = decisions(&outs);
+    let order = signed_order(&b, &records);
+    assert_eq!(got, file_mode(&order, d), "the decisions of one decider");
+    let dups = got.values().filter(|(d, _)| d == "duplicate").count();
+    assert!(dups >= 150, "the copies were found ({dups})");
+
+    // a shard and the aggregator killed; pages arrive; both start again, read their state
+    // back from the topics and decide the rest as one decider would have
+    for w in [1, AGGREGATOR] {
+        stages[w].signal("KILL");
+        assert_eq!(stages[w].wait(Duration::from_secs(10)), None);
+    }
+    let (more, bad2) = inputs(100, 160);
+    b.produce("pages", &more);
+    for w in [1, AGGREGATOR] {
+        stages[w] = start(&b, d, w, 1, &[]);
+    }
+    let all: Vec<Input> = records.iter().chain(&more).cloned().collect();
+    let pages = all.len() - bad - bad2;
+    wait_until(Duration::from_secs(180), "every page decided", || {
+        decisions(&b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60))).len() >= pages
+    });
+    for w in [1, AGGREGATOR] {
+        let log = std::fs::read_to_string(d.join(if w == 1 {
+            "shard-0-1.log"
+        } else {
+            "aggregator-1.log"
+        }))
+        .unwrap();
+        assert!(log.contains("up to the committed offset"), "{log}");
+    }
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let mut ids = common::ids(&all);
+    for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+        ids.insert(o.source());
+    }
+    // at-least-once: what was answered again is byte-identical
+    first_outputs(&outs, &ids);
+    let order = signed_order(&b, &all);
+    assert_eq!(decisions(&outs), file_mode(&order, d));
+    for s in &mut stages {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+}
+
+/// Exactly-once on every role, while pages arrive: twenty SIGKILLs, five of each role (the
+/// signer, both shards, the aggregator) at random moments (start-up, the replay of the
+/// topics, mid-transaction). A read_committed consumer sees every input answered exactly
+/// once, and the decisions are those of one uninterrupted decider over the signed order.
+#[test]
+fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_every_input_once() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let eos = ["--guarantee", "exactly-once"];
+    let (records, _) = inputs(0, env_or("NEARDUP_EOS_STORIES", 1000));
+    let ids = ids(&records);
+    let feed = {
+        let (addr, records) = (b.addr(), records.clone());
+        std::thread::spawn(move || {
+            let p = producer(&addr);
+            for chunk in records.chunks(25) {
+                send_all(&p, "pages", chunk);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &eos)).collect();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut order: Vec<usize> = (0..20).map(|k| k % ROLES).collect();
+    for i in (1..order.len()).rev() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        order.swap(i, (rng % (i as u64 + 1)) as usize);
+    }
+    let mut worked = 0;
+    for (k, &w) in order.iter().enumerate() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let s = &mut stages[w];
+        if k % 3 != 0 {
+            s.wait_ready(Duration::from_secs(90));
+        }
+        std::thread::sleep(Duration::from_millis(rng % 700));
+        worked += usize::from(
+            s.metric("neardup_records_out_total", "") + s.metric("neardup_records_in_total", "")
+                > 0.0,
+        );
+        s.signal("KILL");
+        assert_eq!(s.wait(Duration::from_secs(10)), None);
+        eprintln!("kill {}: role {w}", k + 1);
+        stages[w] = start(&b, d, w, k + 1, &eos);
+    }
+    feed.join().unwrap();
+    assert!(worked >= 5, "fewer than five kills of a role that had worked ({worked})");
+    wait_until(Duration::from_secs(600), "every input answered", || {
+        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
+    });
+    let (outs, ids) = stop_and_check_exactly_once(&b, &mut stages, &OUTPUTS, ids);
+    assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
+    let signed_order = signed_order(&b, &records);
+    assert_eq!(decisions(&outs), file_mode(&signed_order, d));
+    let all = b.read_uncommitted(&[VOTES, OUTPUTS[0], OUTPUTS[1]]);
+    let votes = b.read(&[VOTES], usize::MAX, Duration::from_secs(120)).len();
+    assert_eq!(votes, SHARDS * signed_order.len(), "each shard voted once a page");
+    eprintln!("{} committed votes and outputs, {all} with the aborted ones, {worked} kills of a role that had worked", votes + outs.len());
+}

@@ -227,7 +227,7 @@ render "$WORK/m-tls.yaml" "$WORK/m-tls" -f helm/ci/tls-sasl.yaml || fail "render
 expect_drift_failure "ssl.ca.location without its file" "$WORK/m-tls.yaml" "ssl.ca.location=/etc/neardup/tls/ca.pem names no file"
 # Scale-out: the decider in the signers' consumer group (the templates refuse equal values,
 # so the mutant renames the group of the decider's file itself).
-mutant "$WORK/m-group" _helpers.tpl 's/"decider" .Values.scaleOut.decider.groupId -}}/"decider" .Values.scaleOut.signers.groupId -}}/'
+mutant "$WORK/m-group" _helpers.tpl 's/"decider" .Values.scaleOut.decider.groupId "aggregator"/"decider" .Values.scaleOut.signers.groupId "aggregator"/'
 render "$WORK/m-group.yaml" "$WORK/m-group" -f helm/ci/scale-out.yaml || fail "render of m-group failed"
 expect_drift_failure "signers and decider in one consumer group" "$WORK/m-group.yaml" "share the consumer group"
 # Scale-out: the signers' Deployment on the single stage's config (role all).

@@ -58,6 +58,8 @@ PASS_THROUGH = {
     "securityContext",
     "replay.resources",
     "scaleOut.signers.resources",
+    "scaleOut.shard.resources",
+    "scaleOut.aggregator.resources",
     "topics.resources",
 }
 
@@ -232,6 +234,11 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     e = dict(e, value=pod_name)
                 elif "value" not in e and field == "metadata.namespace":
                     e = dict(e, value="neardup-ci")
+                elif "value" not in e and field == "metadata.labels['apps.kubernetes.io/pod-index']":
+                    if kind != "StatefulSet":
+                        raise DriftError(f"{kind}/{name}: {e['name']} reads the pod index label, "
+                                         "which only a StatefulSet's pods carry")
+                    e = dict(e, value="0")
                 if "value" not in e:
                     raise DriftError(f"{kind}/{name}: variable {e['name']} has no literal value")
                 if e["name"].startswith("NEARDUP_") and e["name"] not in known:
@@ -258,7 +265,7 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
             except json.JSONDecodeError as e:
                 raise DriftError(f"{kind}/{name}: --check-config printed no JSON ({e}):\n{proc.stdout[:500]}")
             if sub == "topics":
-                if s.get("role", "all") not in ("all", "decider"):
+                if s.get("role", "all") not in ("all", "decider", "aggregator"):
                     raise DriftError(f"{kind}/{name}: the topics Job's config resolves role "
                                      f"{s.get('role')}: it needs the decider's (or the stage's) topics")
                 results.append((kind, name, sub, s, None))
@@ -275,16 +282,17 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
             if mode != sub:
                 raise DriftError(f"{kind}/{name}: resolved mode {mode!r}, expected {sub!r}")
             role = s.get("role", "all")
-            want_roles = {"StatefulSet": ("all", "decider"), "Deployment": ("signer",),
-                          "Job": ("all",)}[kind]
+            want_roles = {"StatefulSet": ("all", "decider", "shard"),
+                          "Deployment": ("signer", "aggregator"), "Job": ("all",)}[kind]
             if role not in want_roles:
                 raise DriftError(
                     f"{kind}/{name}: resolves role {role}, expected {' or '.join(want_roles)}")
-            if role == "signer":
-                # a signer keeps no index, and a Deployment's pods share no volume
+            if role in ("signer", "shard", "aggregator"):
+                # a signer keeps no index, and a Deployment's pods share no volume; the roles
+                # of a sharded decider read their state back from the topics
                 index = None
                 if persistent:
-                    raise DriftError(f"{kind}/{name}: a signer mounts persistent volumes {persistent}")
+                    raise DriftError(f"{kind}/{name}: a {role} mounts persistent volumes {persistent}")
             else:
                 index = rw.back(s.get("index", ""))
                 if not any(index == p or index.startswith(p + "/") for p in persistent):
@@ -324,19 +332,23 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 if s.get("dry_run"):
                     raise DriftError(f"{kind}/{name}: the stage resolves dry_run=true")
                 m = s.get("membership")
-                if kind == "StatefulSet":
+                if kind == "StatefulSet" and role != "shard":
                     # static membership from the pod name: a restarted pod is the same member
                     if m != {"membership": "static", "instance-id": pod_name}:
                         raise DriftError(
                             f"{kind}/{name}: group membership resolves to {m}, expected static with "
                             f"the pod name {pod_name} as instance id")
                 elif m != {"membership": "dynamic"}:
-                    # a Deployment's pod names do not last: a fixed id would be shared by all
+                    # a Deployment's pod names do not last (a shard reads by assignment, in no
+                    # group's membership): a fixed id would be shared by all
                     # its pods, a persisted one needs a volume
                     raise DriftError(
                         f"{kind}/{name}: group membership resolves to {m}, expected dynamic")
                 stage_groups.add(s.get("group_id"))
-                if kind == "StatefulSet" and int(obj["spec"].get("replicas", 1)) > 1:
+                # (the shards of a sharded decider each hold a part: no pod stands in for
+                # another, whatever node it runs on)
+                if (kind == "StatefulSet" and role != "shard"
+                        and int(obj["spec"].get("replicas", 1)) > 1):
                     check_anti_affinity(obj)
             if sub == "replay" and s.get("dry_run"):
                 # the dry run copies the index into its temporary directory: a volume of its own
@@ -386,8 +398,13 @@ def check_roles(stages):
     sets = [(n, s) for k, n, s in stages if k == "StatefulSet"]
     signers = [(n, s) for k, n, s in stages if s.get("role") == "signer"]
     deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
+    shards = [(n, s) for k, n, s in stages if s.get("role") == "shard"]
+    aggregators = [(n, s) for k, n, s in stages if s.get("role") == "aggregator"]
     if len(sets) > 1:
         raise DriftError(f"{len(sets)} StatefulSets: one index is held by one StatefulSet")
+    if shards or aggregators:
+        check_sharded(signers, deciders, shards, aggregators)
+        return
     if signers and len(deciders) != 1:
         raise DriftError(f"{len(signers)} signer workload(s) but {len(deciders)} decider(s): "
                          "signers need exactly one decider")
@@ -414,6 +431,39 @@ def check_roles(stages):
         print(f"drift ok: roles: {len(signers)} signer workload(s) write {d.get('signed_topic')}, "
               f"StatefulSet/{dn} decides it (group {d.get('group_id')}, changelog "
               f"{d.get('changelog_topic')})")
+
+
+def check_sharded(signers, deciders, shards, aggregators):
+    """A decider split by owned pages: signers, one shard StatefulSet and one aggregator, no
+    decider; all read one signed topic, the shards and the aggregator one votes topic with
+    one shard count, each role in a group of its own."""
+    if deciders:
+        raise DriftError(f"a decider ({deciders[0][0]}) beside shards: one or the other")
+    if len(shards) != 1 or len(aggregators) != 1 or not signers:
+        raise DriftError(f"{len(signers)} signer, {len(shards)} shard and {len(aggregators)} "
+                         "aggregator workload(s): a sharded decider needs signers, one shard "
+                         "StatefulSet and one aggregator")
+    (hn, h), (an, a) = shards[0], aggregators[0]
+    for key in ("signed_topic", "votes_topic", "shards", "brokers", "dead_letter_topic",
+                "unique_topic", "duplicate_topic", "guarantee"):
+        if h.get(key) != a.get(key):
+            raise DriftError(f"StatefulSet/{hn} and Deployment/{an} disagree on {key}: "
+                             f"{h.get(key)} and {a.get(key)}")
+    if (h.get("params") or {}) != (a.get("params") or {}):
+        raise DriftError(f"StatefulSet/{hn} and Deployment/{an} have other index settings")
+    for sn, s in signers:
+        if s.get("signed_topic") != h.get("signed_topic"):
+            raise DriftError(f"Deployment/{sn} writes signed pages to {s.get('signed_topic')}, "
+                             f"the shards read {h.get('signed_topic')}")
+        if s.get("group_id") in (h.get("group_id"), a.get("group_id")):
+            raise DriftError(f"Deployment/{sn} shares the consumer group {s.get('group_id')} "
+                             "with a role of the sharded decider")
+        if (s.get("params") or {}).get("signature") != (h.get("params") or {}).get("signature"):
+            raise DriftError(f"Deployment/{sn} and StatefulSet/{hn} have other signature "
+                             "settings: the shards would refuse the signed pages")
+    print(f"drift ok: roles: {len(signers)} signer workload(s) write {h.get('signed_topic')}, "
+          f"{h.get('shards')} shards (StatefulSet/{hn}) vote to {h.get('votes_topic')}, "
+          f"Deployment/{an} decides (group {a.get('group_id')})")
 
 
 def binary_defaults(bin_path):

@@ -245,5 +245,7 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
     let all = b.read_uncommitted(&[VOTES, OUTPUTS[0], OUTPUTS[1]]);
     let votes = b.read(&[VOTES], usize::MAX, Duration::from_secs(120)).len();
     assert_eq!(votes, SHARDS * signed_order.len(), "each shard voted once a page");
-    eprintln!("{} committed votes and outputs, {all} with the aborted ones, {worked} kills of a role that had worked", votes + outs.len());
+    let committed = votes + outs.len();
+    eprintln!("{committed} committed votes and outputs, {all} with the aborted ones, {worked} kills of a role that had worked");
+    assert!(all > committed, "no kill left an aborted transaction ({all} records)");
 }

@@ -101,9 +101,11 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
     let c = super::run::config(&a.run, &ReplayOptions::default(), file)?;
     let mut s = StageSettings::resolve(Mode::Run, &c)?;
     // the changelog is the decider's: named as a decider names it
+    // (a sharded decider keeps none)
     s.changelog_topic = match c.kafka.changelog_topic.as_deref().map(str::trim) {
         Some("off") => None,
         Some(t) => Some(t.to_string()),
+        None if c.stage.shards.unwrap_or(0) > 0 => None,
         None => Some(crate::stage::settings::DEFAULT_CHANGELOG_TOPIC.into()),
     };
     if a.run.check_config {

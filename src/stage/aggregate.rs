@@ -86,6 +86,9 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<AggregateCounts>
     let votes_t = s.votes_topic.as_str();
     let mut parts: Vec<(&str, i32)> = vec![(signed_t, 0)];
     parts.extend((0..s.shards).map(|k| (votes_t, k as i32)));
+    for (t, p) in &parts {
+        link.from_the_start(t, *p)?;
+    }
     let committed = link.committed(&parts[..1])?[0];
     link.assign_from_start(&parts)?;
     info!(

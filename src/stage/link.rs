@@ -108,6 +108,24 @@ impl Link {
         }
     }
 
+    /// Refuses a partition whose first records are gone (a retention or compaction policy
+    /// removed them): the role's state is read again from the start at every start.
+    pub(super) fn from_the_start(&self, topic: &str, partition: i32) -> Result<()> {
+        let (low, _) = self
+            .consumer
+            .fetch_watermarks(topic, partition, Duration::from_secs(30))
+            .with_context(|| format!("cannot read the offsets of {topic}:{partition}"))?;
+        if low > 0 {
+            bail!(
+                "{topic}:{partition} starts at offset {low}, its first records are gone: the \
+                 shards and the aggregator read the signed and votes topics from their start at \
+                 every start, so these must keep every record (retention.ms=-1, no compaction; \
+                 neardup topics create --shards makes them so)"
+            );
+        }
+        Ok(())
+    }
+
     /// The offsets the group committed for these partitions (0 where none).
     pub(super) fn committed(&self, parts: &[(&str, i32)]) -> Result<Vec<i64>> {
         let mut tpl = TopicPartitionList::new();

@@ -329,15 +329,23 @@ impl StageSettings {
                 (Mode::Run, Role::All) => "neardup".into(),
                 (Mode::Run, Role::Signer) => "neardup-signer".into(),
                 (Mode::Run, Role::Decider) => "neardup-decider".into(),
-                (Mode::Run, Role::Shard) => format!("neardup-shard-{}", stage.shard.unwrap_or(0)),
+                // a new shard count is new shards: their votes start again from the start
+                (Mode::Run, Role::Shard) => format!(
+                    "neardup-shard-{}-of-{}",
+                    stage.shard.unwrap_or(0),
+                    stage.shards.unwrap_or(0)
+                ),
                 (Mode::Run, Role::Aggregator) => "neardup-aggregator".into(),
             });
         if group_id.trim().is_empty() {
             bail!("group-id must not be empty");
         }
         let membership = match kafka.instance_id.as_deref().map(str::trim) {
-            // a signer keeps no directory to hold an id in
-            None if role == Role::Signer => Membership::Dynamic,
+            // a signer keeps no directory to hold an id in; a shard and the aggregator read
+            // by assignment, in no group's membership
+            None if matches!(role, Role::Signer | Role::Shard | Role::Aggregator) => {
+                Membership::Dynamic
+            }
             None => Membership::Persisted,
             Some("off") => Membership::Dynamic,
             Some(id) if valid_instance_id(id) => Membership::Static(id.to_string()),

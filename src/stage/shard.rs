@@ -56,6 +56,7 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
         );
     }
     let topic = s.signed_topic.as_str();
+    link.from_the_start(topic, 0)?;
     let committed = link.committed(&[(topic, 0)])?[0];
     link.assign_from_start(&[(topic, 0)])?;
     info!(

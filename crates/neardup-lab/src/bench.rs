@@ -176,6 +176,11 @@ pub fn run(args: BenchArgs, file: &FileConfig) -> Result<Vec<Row>> {
             return Ok(Vec::new());
         }
         Some(BenchCommand::Scaleout(a)) => {
+            if let (true, Some(shards)) = (a.decider_only, a.shards) {
+                let r = crate::bench_scaleout::run_sharded(&a, shards)?;
+                println!("{}", serde_json::to_string_pretty(&r)?);
+                return Ok(Vec::new());
+            }
             if a.decider_only {
                 let r = crate::bench_scaleout::run_decider(&a)?;
                 println!("{}", serde_json::to_string_pretty(&r)?);

@@ -89,6 +89,46 @@ pub struct BenchScaleoutArgs {
     /// is filled (latency by hop at that rate), instead of pre-filling them (throughput)
     #[arg(long)]
     pub decider_feed: Option<f64>,
+    /// With --decider-only: a decider split in this many shards instead of one decider:
+    /// each shard (`--role shard`), then the aggregator (`--role aggregator`), runs alone
+    /// over the whole signed topic (with --pin decider on the last core), measured over the
+    /// last --decider-records
+    #[arg(long)]
+    pub shards: Option<usize>,
+}
+
+/// `--decider-only --shards S`: one role of a sharded decider over the signed topic.
+#[derive(Debug, Serialize)]
+pub struct RoleBench {
+    /// `shard K` or `aggregator`.
+    pub role: String,
+    /// Records per second over the measured ones.
+    pub records_per_second: f64,
+    /// Its CPU per measured record, ms.
+    pub cpu_ms_per_record: Option<f64>,
+    /// The broker's CPU per measured record, ms.
+    pub broker_cpu_ms_per_record: Option<f64>,
+    /// Its peak resident memory over its whole life, MiB.
+    pub peak_rss_mib: f64,
+}
+
+/// `--decider-only --shards S`: the roles of a sharded decider, one after the other.
+#[derive(Debug, Serialize)]
+pub struct ShardedBench {
+    /// The roles' guarantee.
+    pub guarantee: String,
+    /// Shards.
+    pub shards: usize,
+    /// Signed records before the measured ones.
+    pub indexed: usize,
+    /// Records measured.
+    pub records: usize,
+    /// Whether the role measured had a core to itself.
+    pub pinned: bool,
+    /// Each role.
+    pub roles: Vec<RoleBench>,
+    /// With a core a process: the rate of the slowest role, from its CPU a record.
+    pub projected_records_per_second: Option<f64>,
 }
 
 /// `--decider-only`: the decider at an index size.
@@ -840,6 +880,208 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         feed_records_per_second: a.decider_feed,
         hops,
     })
+}
+
+/// `--decider-only --shards S`: the roles of a decider split in S shards over a pre-filled
+/// signed topic of synthetic pages (as `--decider-only`). Each shard, then the aggregator,
+/// runs alone over the whole topic (the aggregator once every shard's votes are in), on
+/// the last core with `--pin decider`; each is measured over the last `decider_records`
+/// records, when a shard holds (indexed + records) / S pages.
+pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench> {
+    if shards == 0 {
+        bail!("--shards must be at least 1");
+    }
+    let b = a.brokers.as_str();
+    let params = IndexParams::default();
+    let run = format!("neardup-sharded-{}", std::process::id());
+    let t = |s: &str| format!("{run}-{s}");
+    let (fill, measured) = (a.decider_indexed, a.decider_records);
+    let total = fill + measured;
+    eprintln!(
+        "neardup-lab scaleout --decider-only --shards {shards}: {fill} pages, then {measured} \
+         measured, {}",
+        a.guarantee.as_str()
+    );
+    create_topics(b, &[t("signed")], 1)?;
+    create_topics(b, &[t("votes")], shards as i32)?;
+    create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
+    let mut synth = SyntheticSigned::new(&params);
+    let tp = Instant::now();
+    let mut load = Loader::new(b, &t("signed"), 1, false, 0)?;
+    let mut done = 0;
+    while done < total {
+        let n = LOAD_CHUNK.min(total - done);
+        for r in synth.take(n)? {
+            load.send(&r)?;
+        }
+        done += n;
+    }
+    load.finish()?;
+    eprintln!(
+        "  {total} synthetic signed records loaded ({:.0} records/s)",
+        total as f64 / tp.elapsed().as_secs_f64()
+    );
+    let dir = tempfile::tempdir()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = a.pin == Some(Role::Decider) && cores >= 2;
+    if a.pin.is_some() && !pin {
+        bail!("--shards pins the role measured (--pin decider), on a machine of 2 cores or more");
+    }
+    let mut pinned = Pinned::default();
+    if let (true, Some(pid)) = (pin, a.broker_pid) {
+        pinned.pin_process(pid, &(0..cores - 1).collect::<Vec<_>>())?;
+    }
+    let exe = crate::neardup_binary()?;
+    let shards_s = shards.to_string();
+    let mut roles = Vec::new();
+    for k in 0..=shards {
+        let port = free_port()?;
+        let (name, role_args): (String, Vec<String>) = if k < shards {
+            (
+                format!("shard {k}"),
+                vec![
+                    "--role".into(),
+                    "shard".into(),
+                    "--shard".into(),
+                    k.to_string(),
+                    "--group-id".into(),
+                    t(&format!("shard-{k}")),
+                ],
+            )
+        } else {
+            (
+                "aggregator".into(),
+                vec!["--role".into(), "aggregator".into(), "--group-id".into(), t("aggregator")],
+            )
+        };
+        let args: Vec<String> = [
+            "run",
+            "--brokers",
+            b,
+            "--shards",
+            &shards_s,
+            "--signed-topic",
+            &t("signed"),
+            "--votes-topic",
+            &t("votes"),
+            "--unique-topic",
+            &t("unique"),
+            "--duplicate-topic",
+            &t("duplicate"),
+            "--dead-letter-topic",
+            &t("dead"),
+            "--index",
+            &dir.path().join("unused").display().to_string(),
+            "--guarantee",
+            a.guarantee.as_str(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--log-format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(role_args)
+        .chain(
+            a.kafka_property
+                .iter()
+                .flat_map(|p| ["--kafka-property".to_string(), p.clone()]),
+        )
+        .collect();
+        let log = dir.path().join(format!("role-{k}.log"));
+        let mut cmd = Command::new(&exe);
+        cmd.args(&args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?);
+        if pin {
+            let set = mask(&[cores - 1]);
+            // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+                        != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut d = Proc {
+            child: cmd.spawn().with_context(|| format!("start {name}"))?,
+            log,
+        };
+        let is_shard = k < shards;
+        let mut count = || {
+            if is_shard {
+                records_in(port)
+            } else {
+                decisions(port)
+            }
+        };
+        let (fill_rate, fill_secs) = rate_until(&mut count, 0, fill as i64, &mut [&mut d])?;
+        let base = count()?;
+        let (cpu0, broker0) = (
+            cpu_seconds(Some(d.child.id())),
+            a.broker_pid.and_then(|p| cpu_seconds(Some(p))),
+        );
+        let left = total as i64 - base;
+        let (rate, secs) = rate_until(&mut count, base, left, &mut [&mut d])?;
+        let per = |now: Option<f64>, then: Option<f64>| {
+            now.zip(then)
+                .map(|(x, y)| 1000.0 * (x - y) / left.max(1) as f64)
+        };
+        let cpu = per(cpu_seconds(Some(d.child.id())), cpu0);
+        let broker = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
+        let peak_rss_mib = d.stop()?;
+        eprintln!(
+            "  {name}: {fill} read ({fill_rate:.0} records/s, {fill_secs:.0} s), then {rate:.0} \
+             records/s over {left} ({secs:.1} s){}{}; peak RSS {peak_rss_mib:.0} MiB",
+            cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
+            broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
+        );
+        roles.push(RoleBench {
+            role: name,
+            records_per_second: rate,
+            cpu_ms_per_record: cpu,
+            broker_cpu_ms_per_record: broker,
+            peak_rss_mib,
+        });
+    }
+    drop(pinned);
+    let slowest = roles
+        .iter()
+        .map(|r| r.cpu_ms_per_record)
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.into_iter().fold(0.0, f64::max));
+    Ok(ShardedBench {
+        guarantee: a.guarantee.as_str().into(),
+        shards,
+        indexed: fill,
+        records: measured,
+        pinned: pin,
+        roles,
+        projected_records_per_second: slowest.map(|ms| 1000.0 / ms.max(1e-9)),
+    })
+}
+
+/// The signed records a shard read, from its metrics (0 before it listens).
+fn records_in(port: u16) -> Result<i64> {
+    let mut s = match std::net::TcpStream::connect(("127.0.0.1", port)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(0),
+        Err(e) => return Err(e).with_context(|| format!("the shard's metrics on port {port}")),
+    };
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    Ok(body
+        .lines()
+        .filter(|l| l.starts_with("neardup_records_in_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as i64)
 }
 
 fn check_pin(a: &BenchScaleoutArgs) -> Result<()> {

@@ -364,6 +364,7 @@ pub(super) fn settings(
         duplicate_topic: Some(format!("{run}-duplicate")),
         dead_letter_topic: Some(format!("{run}-dead")),
         signed_topic: Some(format!("{run}-signed")),
+        votes_topic: None,
         changelog_topic: (role == Role::Decider).then(|| format!("{run}-changelog")),
         kafka_property: Some(
             ["message.max.bytes=100000000"]

@@ -68,6 +68,21 @@ app.kubernetes.io/component: signer
 Name of the signers' Deployment, and of their Service, PodDisruptionBudget and
 HorizontalPodAutoscaler (scale-out).
 */}}
+{{- define "neardup.shardName" -}}
+{{- printf "%s-shard" (include "neardup.fullname" . | trunc 46 | trimSuffix "-") -}}
+{{- end -}}
+{{- define "neardup.aggregatorName" -}}
+{{- printf "%s-aggregator" (include "neardup.fullname" . | trunc 52 | trimSuffix "-") -}}
+{{- end -}}
+{{- define "neardup.shardSelectorLabels" -}}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/component: shard
+{{- end -}}
+{{- define "neardup.aggregatorSelectorLabels" -}}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/component: aggregator
+{{- end -}}
+
 {{- define "neardup.signerName" -}}
 {{- printf "%s-signer" (include "neardup.fullname" . | trunc 56 | trimSuffix "-") -}}
 {{- end -}}
@@ -185,8 +200,9 @@ reads the signed topic) but the changelog. Each role has its own consumer group.
 {{- define "neardup.roleConfig" -}}
 {{- $role := .role -}}
 {{- with .root -}}
-{{- $groups := dict "all" .Values.kafka.groupId "signer" .Values.scaleOut.signers.groupId "decider" .Values.scaleOut.decider.groupId -}}
-# neardup config{{ if eq $role "signer" }} of the signers{{ else if eq $role "decider" }} of the decider{{ end }}, rendered by the chart {{ include "neardup.chart" . }} from its values.
+{{- $groups := dict "all" .Values.kafka.groupId "signer" .Values.scaleOut.signers.groupId "decider" .Values.scaleOut.decider.groupId "aggregator" .Values.scaleOut.aggregator.groupId -}}
+{{- $sharded := or (eq $role "shard") (eq $role "aggregator") -}}
+# neardup config{{ if eq $role "signer" }} of the signers{{ else if eq $role "decider" }} of the decider{{ else if eq $role "shard" }} of the shards{{ else if eq $role "aggregator" }} of the aggregator{{ end }}, rendered by the chart {{ include "neardup.chart" . }} from its values.
 [signature]
 {{- include "neardup.tomlKeys" (omit .Values.config.signature "stopwords") }}
 {{- if .Values.config.signature.stopwords }}
@@ -195,14 +211,16 @@ stopwords-file = {{ printf "%s/stopwords.txt" (include "neardup.configDir" .) | 
 
 [detect]
 {{- include "neardup.tomlKeys" .Values.config.detect }}
-{{- if .Values.sizing.capPages }}
+{{- if and .Values.sizing.capPages (not $sharded) }}
 max-pages = {{ int64 .Values.sizing.uniquePages }}
 {{- end }}
 
 [kafka]
 brokers = {{ .Values.kafka.brokers | toJson }}
+{{- if ne $role "shard" }}
 group-id = {{ get $groups $role | toJson }}
-{{- if ne $role "decider" }}
+{{- end }}
+{{- if and (ne $role "decider") (not $sharded) }}
 input-topics = {{ .Values.kafka.inputTopics | toJson }}
 {{- end }}
 unique-topic = {{ .Values.kafka.uniqueTopic | toJson }}
@@ -213,6 +231,9 @@ signed-topic = {{ .Values.kafka.signedTopic | toJson }}
 {{- end }}
 {{- if eq $role "decider" }}
 changelog-topic = {{ .Values.kafka.changelogTopic | toJson }}
+{{- end }}
+{{- if $sharded }}
+votes-topic = {{ .Values.kafka.votesTopic | toJson }}
 {{- end }}
 guarantee = {{ .Values.kafka.guarantee | toJson }}
 transaction-interval = {{ .Values.kafka.transactionInterval | toJson }}
@@ -232,8 +253,11 @@ kafka-properties-file = {{ include "neardup.kafkaPropertiesFile" . | toJson }}
 {{- if ne $role "all" }}
 role = {{ $role | toJson }}
 {{- end }}
-{{- if ne $role "signer" }}
+{{- if and (ne $role "signer") (not $sharded) }}
 index = {{ include "neardup.indexDir" . | toJson }}
+{{- end }}
+{{- if $sharded }}
+shards = {{ int .Values.scaleOut.shards }}
 {{- end }}
 {{- if and (eq $role "decider") .Values.scaleOut.decider.standby }}
 standby = true
@@ -244,7 +268,7 @@ grace-period = {{ printf "%ds" (int .Values.gracePeriodSeconds) | toJson }}
 {{- if gt (int .Values.config.stage.jobs) 0 }}
 jobs = {{ int .Values.config.stage.jobs }}
 {{- end }}
-{{- if ne $role "signer" }}
+{{- if and (ne $role "signer") (not $sharded) }}
 
 [serve]
 {{- include "neardup.tomlKeys" .Values.config.serve }}
@@ -268,7 +292,7 @@ signer.toml and decider.toml, and the stopwords.
 neardup.toml: |
   {{- regexReplaceAll "(?m)^ +$" (include "neardup.config" . | nindent 2) "" }}
 {{- if .Values.scaleOut.enabled }}
-{{- range $role := list "signer" "decider" }}
+{{- range $role := gt (int .Values.scaleOut.shards) 0 | ternary (list "signer" "shard" "aggregator") (list "signer" "decider") }}
 {{ $role }}.toml: |
   {{- regexReplaceAll "(?m)^ +$" (include "neardup.roleConfig" (dict "root" $ "role" $role) | nindent 2) "" }}
 {{- end }}
@@ -418,6 +442,9 @@ Checks of values the schema cannot express.
 {{- fail "replay.groupId must differ from kafka.groupId: a replay must not move the stage's offsets" -}}
 {{- end -}}
 {{- with .Values.scaleOut -}}
+{{- if and (gt (int .shards) 0) (not .enabled) -}}
+{{- fail "scaleOut.shards splits the decider of scale-out: set scaleOut.enabled too (the shards read the signers' signed topic)" -}}
+{{- end -}}
 {{- if .enabled -}}
 {{- if eq .signers.groupId .decider.groupId -}}
 {{- fail "scaleOut.signers.groupId and scaleOut.decider.groupId must differ: the signers consume the input topics and the decider the signed topic, each in a group of its own" -}}
@@ -440,6 +467,20 @@ Checks of values the schema cannot express.
 {{- fail (printf "kafka.changelogTopic %s is also an output topic: the changelog needs a topic of its own" $out) -}}
 {{- end -}}
 {{- end -}}
+{{- if gt (int .shards) 0 -}}
+{{- if has $kafka.votesTopic (list $kafka.signedTopic $kafka.uniqueTopic $kafka.duplicateTopic $kafka.deadLetterTopic) -}}
+{{- fail (printf "kafka.votesTopic %s is also another topic of the stage: give it its own" $kafka.votesTopic) -}}
+{{- end -}}
+{{- if has $kafka.votesTopic $kafka.inputTopics -}}
+{{- fail (printf "kafka.votesTopic %s is also in kafka.inputTopics" $kafka.votesTopic) -}}
+{{- end -}}
+{{- if $.Values.config.detect.retention -}}
+{{- fail "scaleOut.shards: a sharded decider keeps no retention window (config.detect.retention empty; sizing.capPages does not apply to it): a shard counts the software text of pages it does not hold, which a removal could not take back" -}}
+{{- end -}}
+{{- if eq .signers.groupId .aggregator.groupId -}}
+{{- fail "scaleOut.signers.groupId and scaleOut.aggregator.groupId must differ" -}}
+{{- end -}}
+{{- end -}}
 {{- with .signers.autoscaling -}}
 {{- if .enabled -}}
 {{- if gt (int .minReplicas) (int .maxReplicas) -}}
@@ -452,7 +493,7 @@ Checks of values the schema cannot express.
 {{- end -}}
 {{- with $.Values.replay -}}
 {{- if .enabled -}}
-{{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId) -}}
+{{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId $.Values.scaleOut.aggregator.groupId) -}}
 {{- fail "replay.groupId must differ from the signers' and the decider's groups: a replay must not move the stage's offsets" -}}
 {{- end -}}
 {{- if and (regexMatch (printf "^index-%s-[0-9]+$" (include "neardup.statefulSetName" $ | regexQuoteMeta)) .index.existingClaim) (not .dryRun) -}}

@@ -687,6 +687,77 @@ mod tests {
     }
 
     #[test]
+    fn the_roles_of_a_sharded_decider_need_their_shard_count_and_no_retention() {
+        let role = |role, shards, shard| StageOptions {
+            role: Some(role),
+            shards,
+            shard,
+            ..Default::default()
+        };
+        let s = resolve(
+            Default::default(),
+            role(Role::Shard, Some(4), Some(3)),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!((s.shards, s.shard), (4, 3));
+        assert_eq!(s.group_id, "neardup-shard-3-of-4", "a new count is new shards");
+        assert_eq!(s.input_topics, vec!["pages-signed"]);
+        assert_eq!(s.votes_topic, "pages-votes");
+        assert!(s.changelog_topic.is_none());
+        assert_eq!(s.membership, Membership::Dynamic, "read by assignment");
+        let a = resolve(
+            Default::default(),
+            role(Role::Aggregator, Some(4), None),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(a.group_id, "neardup-aggregator");
+        for (r, shards, shard, why) in [
+            (Role::Shard, None, Some(0), "needs shards"),
+            (Role::Shard, Some(2), None, "needs shard, 0 to 1"),
+            (Role::Shard, Some(2), Some(2), "needs shard, 0 to 1"),
+            (Role::Aggregator, Some(0), None, "needs shards"),
+        ] {
+            let e = resolve(Default::default(), role(r, shards, shard), Default::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        let kept = Options {
+            stage: role(Role::Aggregator, Some(2), None),
+            detect: crate::config::DetectOptions {
+                retention: Some(Duration::from_secs(86_400)),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = StageSettings::resolve(
+            Mode::Run,
+            &Config::resolve(kept, &FileConfig::default()).unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no retention window"), "{e}");
+        let clash = KafkaOptions {
+            votes_topic: Some("pages-unique".into()),
+            ..Default::default()
+        };
+        let e = resolve(clash, role(Role::Shard, Some(2), Some(0)), Default::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("votes-topic pages-unique is also"), "{e}");
+        // the setting is the roles': a decider keeps none
+        let d = resolve(
+            Default::default(),
+            role(Role::Decider, Some(2), None),
+            Default::default(),
+        )
+        .unwrap();
+        assert_eq!(d.shards, 0);
+    }
+
+    #[test]
     fn defaults_and_validation() {
         let s = resolve(Default::default(), Default::default(), Default::default()).unwrap();
         assert_eq!(s.input_topics, vec!["pages"]);

@@ -34,12 +34,18 @@ fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage
     let shards = SHARDS.to_string();
     let shard = what.saturating_sub(1).to_string();
     let (name, mut args): (String, Vec<&str>) = match what {
-        0 => ("signer".into(), vec!["--role", "signer", "--instance-id", "signer-0"]),
+        0 => (
+            "signer".into(),
+            vec!["--role", "signer", "--instance-id", "signer-0"],
+        ),
         w if w <= SHARDS => (
             format!("shard-{}", w - 1),
             vec!["--role", "shard", "--shards", &shards, "--shard", &shard],
         ),
-        _ => ("aggregator".into(), vec!["--role", "aggregator", "--shards", &shards]),
+        _ => (
+            "aggregator".into(),
+            vec!["--role", "aggregator", "--shards", &shards],
+        ),
     };
     args.extend(extra);
     Stage::start(
@@ -107,9 +113,9 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     wait_until(Duration::from_secs(180), "every page decided", || {
         stages[AGGREGATOR].metric("neardup_records_out_total", "") >= pages as f64
     });
-    for k in 1..=SHARDS {
+    for shard in &stages[1..=SHARDS] {
         assert_eq!(
-            stages[k].metric("neardup_records_in_total", ""),
+            shard.metric("neardup_records_in_total", ""),
             pages as f64,
             "every shard reads every signed page"
         );
@@ -234,7 +240,10 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
         stages[w] = start(&b, d, w, k + 1, &eos);
     }
     feed.join().unwrap();
-    assert!(worked >= 5, "fewer than five kills of a role that had worked ({worked})");
+    assert!(
+        worked >= 5,
+        "fewer than five kills of a role that had worked ({worked})"
+    );
     wait_until(Duration::from_secs(600), "every input answered", || {
         b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
     });
@@ -244,8 +253,15 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
     assert_eq!(decisions(&outs), file_mode(&signed_order, d));
     let all = b.read_uncommitted(&[VOTES, OUTPUTS[0], OUTPUTS[1]]);
     let votes = b.read(&[VOTES], usize::MAX, Duration::from_secs(120)).len();
-    assert_eq!(votes, SHARDS * signed_order.len(), "each shard voted once a page");
+    assert_eq!(
+        votes,
+        SHARDS * signed_order.len(),
+        "each shard voted once a page"
+    );
     let committed = votes + outs.len();
     eprintln!("{committed} committed votes and outputs, {all} with the aborted ones, {worked} kills of a role that had worked");
-    assert!(all > committed, "no kill left an aborted transaction ({all} records)");
+    assert!(
+        all > committed,
+        "no kill left an aborted transaction ({all} records)"
+    );
 }

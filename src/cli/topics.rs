@@ -269,7 +269,10 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
             );
         }
     }
-    if let Some(st) = summary.iter().find(|x| shards > 0 && x.topic == s.votes_topic) {
+    if let Some(st) = summary
+        .iter()
+        .find(|x| shards > 0 && x.topic == s.votes_topic)
+    {
         if st.partitions != shards as i32 {
             bail!(
                 "votes topic {} has {} partitions; a decider of {shards} shards needs one a                  shard: delete it, or name another with votes-topic",

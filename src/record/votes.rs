@@ -100,7 +100,10 @@ impl VotesRecord {
         let r: VotesRecord =
             serde_json::from_slice(bytes).map_err(|e| format!("not a votes record: {e}"))?;
         if r.schema != VOTES_SCHEMA {
-            return Err(format!("schema {:?}, this aggregator reads {VOTES_SCHEMA}", r.schema));
+            return Err(format!(
+                "schema {:?}, this aggregator reads {VOTES_SCHEMA}",
+                r.schema
+            ));
         }
         if r.shards != shards || r.shard >= shards {
             return Err(format!(
@@ -149,12 +152,21 @@ mod tests {
             found: Found::Spotsigs,
             probe: 0,
         };
-        let r = VotesRecord::new(1, 2, 42, "b", Some(Judged::Matched), std::slice::from_ref(&v));
+        let r = VotesRecord::new(
+            1,
+            2,
+            42,
+            "b",
+            Some(Judged::Matched),
+            std::slice::from_ref(&v),
+        );
         let bytes = serde_json::to_vec(&r).unwrap();
         let back = VotesRecord::decode(&bytes, 2).unwrap();
         assert_eq!(back.votes().next().unwrap(), v);
         assert_eq!(back.judgement(), Some(Judged::Matched));
-        assert!(VotesRecord::decode(&bytes, 3).unwrap_err().contains("same shard count"));
+        assert!(VotesRecord::decode(&bytes, 3)
+            .unwrap_err()
+            .contains("same shard count"));
         let bad = VotesRecord::new(0, 2, 43, "", None, &[]);
         let back = VotesRecord::decode(&serde_json::to_vec(&bad).unwrap(), 2).unwrap();
         assert_eq!(back.judgement(), None);

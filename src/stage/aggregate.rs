@@ -87,7 +87,7 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<AggregateCounts>
     let mut parts: Vec<(&str, i32)> = vec![(signed_t, 0)];
     parts.extend((0..s.shards).map(|k| (votes_t, k as i32)));
     for (t, p) in &parts {
-        link.from_the_start(t, *p)?;
+        link.check_kept_whole(t, *p)?;
     }
     let committed = link.committed(&parts[..1])?[0];
     link.assign_from_start(&parts)?;
@@ -347,7 +347,8 @@ impl Agg<'_> {
             );
         }
         self.votes.clear();
-        self.votes.extend(shards.iter().flat_map(VotesRecord::votes));
+        self.votes
+            .extend(shards.iter().flat_map(VotesRecord::votes));
         let decision =
             self.aggregator
                 .decide(held.offset as u64, &page.doc_id, judged, self.votes.iter());

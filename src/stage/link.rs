@@ -110,7 +110,7 @@ impl Link {
 
     /// Refuses a partition whose first records are gone (a retention or compaction policy
     /// removed them): the role's state is read again from the start at every start.
-    pub(super) fn from_the_start(&self, topic: &str, partition: i32) -> Result<()> {
+    pub(super) fn check_kept_whole(&self, topic: &str, partition: i32) -> Result<()> {
         let (low, _) = self
             .consumer
             .fetch_watermarks(topic, partition, Duration::from_secs(30))
@@ -242,7 +242,8 @@ impl Link {
 
     /// A commit is due: records were sent, and the interval passed or many were.
     pub(super) fn due(&self) -> bool {
-        self.sent > 0 && (self.sent >= COMMIT_RECORDS || self.last_commit.elapsed() >= self.interval)
+        self.sent > 0
+            && (self.sent >= COMMIT_RECORDS || self.last_commit.elapsed() >= self.interval)
     }
 
     /// Commits what was sent with these offsets (the next record to read of each partition):

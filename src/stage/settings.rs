@@ -456,8 +456,13 @@ impl StageSettings {
             }
         }
         if sharded
-            && [&unique_topic, &duplicate_topic, &dead_letter_topic, &signed_topic]
-                .contains(&&votes_topic)
+            && [
+                &unique_topic,
+                &duplicate_topic,
+                &dead_letter_topic,
+                &signed_topic,
+            ]
+            .contains(&&votes_topic)
         {
             bail!("votes-topic {votes_topic} is also another topic of the stage: give it its own");
         }
@@ -701,7 +706,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!((s.shards, s.shard), (4, 3));
-        assert_eq!(s.group_id, "neardup-shard-3-of-4", "a new count is new shards");
+        assert_eq!(
+            s.group_id, "neardup-shard-3-of-4",
+            "a new count is new shards"
+        );
         assert_eq!(s.input_topics, vec!["pages-signed"]);
         assert_eq!(s.votes_topic, "pages-votes");
         assert!(s.changelog_topic.is_none());
@@ -719,9 +727,13 @@ mod tests {
             (Role::Shard, Some(2), Some(2), "needs shard, 0 to 1"),
             (Role::Aggregator, Some(0), None, "needs shards"),
         ] {
-            let e = resolve(Default::default(), role(r, shards, shard), Default::default())
-                .unwrap_err()
-                .to_string();
+            let e = resolve(
+                Default::default(),
+                role(r, shards, shard),
+                Default::default(),
+            )
+            .unwrap_err()
+            .to_string();
             assert!(e.contains(why), "{e}");
         }
         let kept = Options {
@@ -743,9 +755,13 @@ mod tests {
             votes_topic: Some("pages-unique".into()),
             ..Default::default()
         };
-        let e = resolve(clash, role(Role::Shard, Some(2), Some(0)), Default::default())
-            .unwrap_err()
-            .to_string();
+        let e = resolve(
+            clash,
+            role(Role::Shard, Some(2), Some(0)),
+            Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("votes-topic pages-unique is also"), "{e}");
         // the setting is the roles': a decider keeps none
         let d = resolve(

@@ -56,7 +56,7 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
         );
     }
     let topic = s.signed_topic.as_str();
-    link.from_the_start(topic, 0)?;
+    link.check_kept_whole(topic, 0)?;
     let committed = link.committed(&[(topic, 0)])?[0];
     link.assign_from_start(&[(topic, 0)])?;
     info!(
@@ -70,7 +70,9 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
     if committed > 0 {
         set_restoring(
             health,
-            Some(format!("replaying the signed topic up to offset {committed}")),
+            Some(format!(
+                "replaying the signed topic up to offset {committed}"
+            )),
         );
     } else {
         health.index_open.store(true, Ordering::Relaxed);
@@ -142,7 +144,10 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
             Some(partition),
             Some(id.as_bytes()),
             &serde_json::to_vec(&rec)?,
-            &[(super::flow::HEADER_SCHEMA, crate::record::votes::VOTES_SCHEMA.into())],
+            &[(
+                super::flow::HEADER_SCHEMA,
+                crate::record::votes::VOTES_SCHEMA.into(),
+            )],
         )?;
         counts.records += 1;
         metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);

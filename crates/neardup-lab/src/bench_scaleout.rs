@@ -951,7 +951,12 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
         } else {
             (
                 "aggregator".into(),
-                vec!["--role".into(), "aggregator".into(), "--group-id".into(), t("aggregator")],
+                vec![
+                    "--role".into(),
+                    "aggregator".into(),
+                    "--group-id".into(),
+                    t("aggregator"),
+                ],
             )
         };
         let args: Vec<String> = [
@@ -999,8 +1004,7 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
             // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
             unsafe {
                 std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-                        != 0
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
                     {
                         return Err(std::io::Error::last_os_error());
                     }

@@ -370,14 +370,25 @@ fn vote(doc: DocRecord, c: &Candidate, similarity: f64, probe: u8) -> Vote {
     }
 }
 
+/// A decision as the aggregator keeps it: a unique or skipped page in its tag, a
+/// duplicate's canonical page boxed (most pages of a stream are unique).
+enum Kept {
+    Unique,
+    Skipped,
+    Duplicate(Box<Decision>),
+}
+
 /// The aggregator: decides each page from every shard's votes, in stream order, and keeps
 /// every decision by id.
+///
+/// Memory: a bit a stream position (which pages were decided unique), and a decision by the
+/// 128-bit hash of its id (about 40 bytes a page, and the canonical page of a duplicate).
 #[derive(Default)]
 pub struct Aggregator {
-    /// The stream positions of the pages decided unique.
-    unique: FxHashSet<u64>,
-    /// Every decision, by id.
-    decided: FxHashMap<String, Decision>,
+    /// Bit `pos` set: the page at stream position `pos` was decided unique.
+    unique: Vec<u64>,
+    /// Every decision, by id hash.
+    decided: FxHashMap<u128, Kept>,
 }
 
 impl Aggregator {
@@ -386,10 +397,33 @@ impl Aggregator {
         Aggregator::default()
     }
 
-    /// The decision of an id decided before: a repeated id gets it again, and no shard
-    /// reads the page.
-    pub fn repeated(&self, id: &str) -> Option<&Decision> {
-        self.decided.get(id)
+    /// The decision of an id decided before: a repeated id gets it again.
+    pub fn repeated(&self, id: &str) -> Option<Decision> {
+        self.decided.get(&id_hash(id)).map(|k| match k {
+            Kept::Unique => Decision::plain(DecisionKind::Unique),
+            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
+            Kept::Duplicate(d) => (**d).clone(),
+        })
+    }
+
+    /// Pages decided so far (distinct ids).
+    pub fn decided(&self) -> usize {
+        self.decided.len()
+    }
+
+    fn is_unique(&self, pos: u64) -> bool {
+        usize::try_from(pos / 64)
+            .ok()
+            .and_then(|w| self.unique.get(w))
+            .is_some_and(|w| w >> (pos % 64) & 1 == 1)
+    }
+
+    fn set_unique(&mut self, pos: u64) {
+        let w = usize::try_from(pos / 64).expect("a stream position within memory");
+        if self.unique.len() <= w {
+            self.unique.resize(w + 1, 0);
+        }
+        self.unique[w] |= 1 << (pos % 64);
     }
 
     /// Decides the page at stream position `pos`, judged `judged`, from the votes of every
@@ -407,12 +441,17 @@ impl Aggregator {
         votes: impl IntoIterator<Item = &'v Vote>,
     ) -> Decision {
         if judged == Judged::Repeated {
-            if let Some(d) = self.decided.get(id) {
-                return d.clone();
+            if let Some(d) = self.repeated(id) {
+                return d;
             }
         }
         let d = self.choose(pos, judged, votes);
-        self.decided.insert(id.to_string(), d.clone());
+        let kept = match d.kind {
+            DecisionKind::Unique => Kept::Unique,
+            DecisionKind::Skipped => Kept::Skipped,
+            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d.clone())),
+        };
+        self.decided.insert(id_hash(id), kept);
         d
     }
 
@@ -422,7 +461,7 @@ impl Aggregator {
         judged: Judged,
         votes: impl IntoIterator<Item = &'v Vote>,
     ) -> Decision {
-        let live = votes.into_iter().filter(|v| self.unique.contains(&v.pos));
+        let live = votes.into_iter().filter(|v| self.is_unique(v.pos));
         let best = match judged {
             Judged::Skipped | Judged::Repeated => None,
             Judged::Matched => live
@@ -451,7 +490,7 @@ impl Aggregator {
             },
             None if judged == Judged::Skipped => Decision::plain(DecisionKind::Skipped),
             None => {
-                self.unique.insert(pos);
+                self.set_unique(pos);
                 Decision::plain(DecisionKind::Unique)
             }
         }
@@ -536,8 +575,14 @@ mod tests {
         let d = a.decide(7, "p7", Judged::Skipped, &votes);
         assert_eq!(d.kind, DecisionKind::Skipped);
         // a repeated id gets its decision again
-        let again = a.repeated("p5").and_then(|d| d.canonical_id.as_deref());
-        assert_eq!(again, Some("p1"));
+        let again = a.repeated("p5").and_then(|d| d.canonical_id);
+        assert_eq!(again.as_deref(), Some("p1"));
+        assert_eq!(a.repeated("p0"), Some(Decision::plain(DecisionKind::Unique)));
+        assert_eq!(a.repeated("p7"), Some(Decision::plain(DecisionKind::Skipped)));
+        // a repeat judged so by the shards gets it whatever the votes
+        let d = a.decide(9, "p5", Judged::Repeated, &[v(0, 1.0, 0, 0)]);
+        assert_eq!(d.canonical_id.as_deref(), Some("p1"));
+        assert_eq!(a.decided(), 8);
         assert_eq!(a.repeated("p8"), None);
     }
 

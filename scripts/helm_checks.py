@@ -293,6 +293,16 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 index = None
                 if persistent:
                     raise DriftError(f"{kind}/{name}: a {role} mounts persistent volumes {persistent}")
+                if role == "shard":
+                    # its documents go to a directory under its index setting: a writable mount
+                    shard_dir = rw.back(s.get("index", ""))
+                    scratch = [m["mountPath"].rstrip("/") for m in mounts
+                               if "emptyDir" in (volumes.get(m["name"]) or {})]
+                    if not any(shard_dir == p or shard_dir.startswith(p + "/") for p in scratch):
+                        raise DriftError(
+                            f"{kind}/{name}: the shard's directory {shard_dir} is on no emptyDir "
+                            f"(emptyDir mounts: {scratch or 'none'}): the root filesystem is "
+                            "read-only")
             else:
                 index = rw.back(s.get("index", ""))
                 if not any(index == p or index.startswith(p + "/") for p in persistent):

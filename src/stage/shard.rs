@@ -34,7 +34,7 @@ pub(super) struct ShardCounts {
 
 /// Runs shard `s.shard` of `s.shards` until a stop.
 pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
-    let index = Index::memory(s.params.clone()).context("cannot open the shard's index")?;
+    let index = open_scratch(s)?;
     let mut shard = Shard::new(index, s.shard, s.shards)?;
     let mut link = Link::new(s)?;
     let signed_parts = link.partitions(&s.signed_topic)?;
@@ -164,6 +164,21 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
         link.commit(&[(topic, 0, next)])?;
     }
     Ok(counts)
+}
+
+/// The shard's index, empty: a RocksDB directory `shard-K-of-S` under the index directory
+/// (its documents on disk, its lists in memory, as a decider's), made again at every start.
+/// Only that directory is removed, never the index directory itself.
+fn open_scratch(s: &StageSettings) -> Result<Index> {
+    let dir = s.index.join(format!("shard-{}-of-{}", s.shard, s.shards));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot empty the shard's directory {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the shard's directory {}", dir.display()))?;
+    Index::open_dir(&dir, s.params.clone())
+        .with_context(|| format!("cannot open the shard's index in {}", dir.display()))
 }
 
 fn set_restoring(health: &Health, what: Option<String>) {

@@ -253,7 +253,7 @@ kafka-properties-file = {{ include "neardup.kafkaPropertiesFile" . | toJson }}
 {{- if ne $role "all" }}
 role = {{ $role | toJson }}
 {{- end }}
-{{- if and (ne $role "signer") (not $sharded) }}
+{{- if and (ne $role "signer") (ne $role "aggregator") }}
 index = {{ include "neardup.indexDir" . | toJson }}
 {{- end }}
 {{- if $sharded }}

@@ -110,6 +110,9 @@ pub struct RoleBench {
     pub broker_cpu_ms_per_record: Option<f64>,
     /// Its peak resident memory over its whole life, MiB.
     pub peak_rss_mib: f64,
+    /// Started again after a clean stop: seconds until it was ready (its state read back
+    /// from the topics up to its last commit).
+    pub restart_seconds: f64,
 }
 
 /// `--decider-only --shards S`: the roles of a sharded decider, one after the other.
@@ -1039,9 +1042,32 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
         let cpu = per(cpu_seconds(Some(d.child.id())), cpu0);
         let broker = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
         let peak_rss_mib = d.stop()?;
+        // started again: its state read back from the topics up to its last commit
+        let log = dir.path().join(format!("role-{k}-again.log"));
+        cmd.stderr(std::fs::File::create(&log)?);
+        let t0 = Instant::now();
+        let mut again = Proc {
+            child: cmd.spawn().with_context(|| format!("start {name} again"))?,
+            log,
+        };
+        while !ready(port) {
+            if let Some(st) = again.child.try_wait()? {
+                bail!(
+                    "{name} exited when started again ({st}); log:\n{}",
+                    std::fs::read_to_string(&again.log).unwrap_or_default()
+                );
+            }
+            if t0.elapsed() > Duration::from_secs(3600) {
+                bail!("{name} was not ready an hour after it was started again");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let restart_seconds = t0.elapsed().as_secs_f64();
+        again.stop()?;
         eprintln!(
             "  {name}: {fill} read ({fill_rate:.0} records/s, {fill_secs:.0} s), then {rate:.0} \
-             records/s over {left} ({secs:.1} s){}{}; peak RSS {peak_rss_mib:.0} MiB",
+             records/s over {left} ({secs:.1} s){}{}; peak RSS {peak_rss_mib:.0} MiB; started \
+             again, ready in {restart_seconds:.1} s",
             cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
             broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
         );
@@ -1051,6 +1077,7 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
             cpu_ms_per_record: cpu,
             broker_cpu_ms_per_record: broker,
             peak_rss_mib,
+            restart_seconds,
         });
     }
     drop(pinned);

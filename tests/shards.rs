@@ -71,7 +71,11 @@ fn signed_order(b: &Broker, inputs: &[Input]) -> Vec<Input> {
     let mut seen = BTreeSet::new();
     let mut order = Vec::new();
     for o in b.read(&[SIGNED], usize::MAX, Duration::from_secs(120)) {
-        let id = o.json()["id"].as_str().unwrap().to_string();
+        // a record that is no signed record decides nothing
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.value) else {
+            continue;
+        };
+        let id = v["id"].as_str().unwrap().to_string();
         if seen.insert(id.clone()) {
             order.push((*by_id[&id]).clone());
         }
@@ -155,6 +159,8 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     }
     let (more, bad2) = inputs(100, 160);
     b.produce("pages", &more);
+    // a record on the signed topic that is no signed record: a dead letter of the aggregator
+    b.produce(SIGNED, &[(0, "not-signed".into(), Some(b"not a signed record".to_vec()))]);
     for w in [1, AGGREGATOR] {
         stages[w] = start(&b, d, w, 1, &[]);
     }
@@ -179,6 +185,14 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     }
     // at-least-once: what was answered again is byte-identical
     first_outputs(&outs, &ids);
+    let bad_signed: Vec<serde_json::Value> = outs
+        .iter()
+        .filter(|o| o.topic == "pages-dead-letter")
+        .map(Out::json)
+        .filter(|v| v["reason"] == "bad_signed_record")
+        .collect();
+    assert_eq!(bad_signed.len(), 1, "{bad_signed:?}");
+    assert_eq!(bad_signed[0]["source"]["topic"], SIGNED);
     let order = signed_order(&b, &all);
     assert_eq!(decisions(&outs), file_mode(&order, d));
     for s in &mut stages {

@@ -12,6 +12,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -29,9 +30,15 @@ use crate::record::votes::VotesRecord;
 use crate::record::{self, DeadLetter, Source};
 use crate::telemetry::{self as tm, Health};
 
-/// Records of one input held before the others catch up, at most: past it the input is
-/// paused (a shard far ahead of another, or the signed topic ahead of every shard).
-const HELD: usize = 20_000;
+/// Bytes of signed records held before every shard's votes for them are in, at most: past
+/// it the signed topic is paused until half of them are decided. (A pause drops what the
+/// client had fetched of the partition, which is fetched again on resume: the bound is
+/// several fetches, so that pauses stay rare.)
+const HELD_SIGNED_BYTES: usize = 256 << 20;
+
+/// Votes records of one shard held before the others catch up, at most: past it that
+/// partition is paused until half of them are joined.
+const HELD_VOTES: usize = 200_000;
 
 /// What the aggregator decided, for the summary.
 #[derive(Default)]
@@ -55,6 +62,8 @@ struct Held {
 /// The inputs, as read and not yet joined.
 struct Queues {
     signed: VecDeque<Held>,
+    /// Bytes of the signed records held.
+    signed_bytes: usize,
     votes: Vec<VecDeque<VotesRecord>>,
     /// Per votes partition: the offset after the last record read.
     votes_next: Vec<i64>,
@@ -62,8 +71,8 @@ struct Queues {
 }
 
 /// Runs the aggregator until a stop.
-pub(super) fn run(s: &StageSettings, health: &Health) -> Result<AggregateCounts> {
-    let mut link = Link::new(s)?;
+pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCounts> {
+    let mut link = Link::new(s, health)?;
     let signed_parts = link.partitions(&s.signed_topic)?;
     if signed_parts != 1 {
         bail!(
@@ -118,6 +127,7 @@ pub(super) fn run(s: &StageSettings, health: &Health) -> Result<AggregateCounts>
     };
     let mut q = Queues {
         signed: VecDeque::new(),
+        signed_bytes: 0,
         votes: vec![VecDeque::new(); s.shards],
         votes_next: vec![0; s.shards],
         paused: vec![false; s.shards + 1],
@@ -173,6 +183,7 @@ impl Queues {
     fn take(&mut self, m: &BorrowedMessage<'_>, s: &StageSettings) -> Result<()> {
         let payload = m.payload().unwrap_or_default();
         if m.topic() == s.signed_topic {
+            self.signed_bytes += payload.len();
             self.signed.push_back(Held {
                 offset: m.offset(),
                 key: m.key().map(<[u8]>::to_vec),
@@ -228,6 +239,7 @@ impl Queues {
             }
         }
         let held = self.signed.pop_front().expect("front");
+        self.signed_bytes -= held.payload.len();
         let votes = self
             .votes
             .iter_mut()
@@ -238,10 +250,11 @@ impl Queues {
 
     /// Pauses an input that is far ahead, resumes one the others caught up with.
     fn flow(&mut self, link: &Link, s: &StageSettings) -> Result<()> {
-        let lens = std::iter::once(self.signed.len()).chain(self.votes.iter().map(VecDeque::len));
-        for (i, len) in lens.enumerate().collect::<Vec<_>>() {
-            let pause = len >= HELD;
-            if pause != self.paused[i] && (pause || len < HELD / 2) {
+        let held = std::iter::once((self.signed_bytes, HELD_SIGNED_BYTES))
+            .chain(self.votes.iter().map(|q| (q.len(), HELD_VOTES)));
+        for (i, (len, most)) in held.enumerate().collect::<Vec<_>>() {
+            let pause = len >= most;
+            if pause != self.paused[i] && (pause || len < most / 2) {
                 let (t, p) = match i {
                     0 => (s.signed_topic.as_str(), 0),
                     k => (s.votes_topic.as_str(), k as i32 - 1),

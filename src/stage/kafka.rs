@@ -441,12 +441,15 @@ pub fn reader_with(
 
 /// The consumer of a role of a sharded decider: reads by assignment, commits the group's
 /// offsets itself (in its transactions under exactly-once).
-pub fn role_consumer(s: &StageSettings) -> Result<rdkafka::consumer::BaseConsumer> {
+pub fn role_consumer(
+    s: &StageSettings,
+    ctx: StageContext,
+) -> Result<rdkafka::consumer::BaseConsumer<StageContext>> {
     let mut c = consumer_config(s, None);
     c.set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false");
     c.remove("group.instance.id");
-    c.create().with_context(|| {
+    c.create_with_context(ctx).with_context(|| {
         format!(
             "cannot create the Kafka consumer (brokers {}, properties: {})",
             s.brokers,

@@ -7,7 +7,7 @@
 //! group committed. So their state after a crash, a kill or a lost pod is the one they had
 //! at their last commit, whatever the guarantee, and they need no volume.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -18,10 +18,11 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::kafka::StageContext;
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
 use crate::config::Guarantee;
-use crate::telemetry as tm;
+use crate::telemetry::{self as tm, Health};
 
 /// How long a transaction call, a flush or a commit may take.
 const CALL: Duration = Duration::from_secs(60);
@@ -51,7 +52,7 @@ impl ProducerContext for Deliveries {
 
 /// A role's consumer and producer.
 pub(super) struct Link {
-    pub(super) consumer: BaseConsumer,
+    pub(super) consumer: BaseConsumer<StageContext>,
     producer: BaseProducer<Deliveries>,
     exactly_once: bool,
     open: bool,
@@ -61,9 +62,11 @@ pub(super) struct Link {
 }
 
 impl Link {
-    /// The link of a role whose group is `s.group_id` (its transactional id, too).
-    pub(super) fn new(s: &StageSettings) -> Result<Link> {
-        let consumer = super::kafka::role_consumer(s)?;
+    /// The link of a role whose group is `s.group_id` (its transactional id, too); the
+    /// consumer's lag, errors and the brokers' state go to `health` and the metrics.
+    pub(super) fn new(s: &StageSettings, health: &Arc<Health>) -> Result<Link> {
+        let ctx = StageContext::new(Arc::clone(health), None);
+        let consumer = super::kafka::role_consumer(s, ctx)?;
         let exactly_once = s.guarantee == Guarantee::ExactlyOnce;
         let producer = super::kafka::role_producer(
             s,

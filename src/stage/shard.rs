@@ -10,6 +10,7 @@
 //! restart, a kill or a lost pod leaves its state as at its last commit.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -33,10 +34,10 @@ pub(super) struct ShardCounts {
 }
 
 /// Runs shard `s.shard` of `s.shards` until a stop.
-pub(super) fn run(s: &StageSettings, health: &Health) -> Result<ShardCounts> {
+pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts> {
     let index = open_scratch(s)?;
     let mut shard = Shard::new(index, s.shard, s.shards)?;
-    let mut link = Link::new(s)?;
+    let mut link = Link::new(s, health)?;
     let signed_parts = link.partitions(&s.signed_topic)?;
     if signed_parts != 1 {
         bail!(

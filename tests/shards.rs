@@ -160,7 +160,14 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     let (more, bad2) = inputs(100, 160);
     b.produce("pages", &more);
     // a record on the signed topic that is no signed record: a dead letter of the aggregator
-    b.produce(SIGNED, &[(0, "not-signed".into(), Some(b"not a signed record".to_vec()))]);
+    b.produce(
+        SIGNED,
+        &[(
+            0,
+            "not-signed".into(),
+            Some(b"not a signed record".to_vec()),
+        )],
+    );
     for w in [1, AGGREGATOR] {
         stages[w] = start(&b, d, w, 1, &[]);
     }

@@ -284,11 +284,7 @@ async fn stage(
 
 /// A role of a decider split by owned pages: a shard ([`shard`]) or the aggregator
 /// ([`aggregate`]), each one loop on its own Kafka link ([`link`]).
-fn sharded_role(
-    s: &StageSettings,
-    health: &Arc<Health>,
-    started: Instant,
-) -> Result<StageSummary> {
+fn sharded_role(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Result<StageSummary> {
     let mut summary = StageSummary {
         mode: "run".into(),
         stopped_by: "signal".into(),

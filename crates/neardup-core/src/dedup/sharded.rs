@@ -577,8 +577,14 @@ mod tests {
         // a repeated id gets its decision again
         let again = a.repeated("p5").and_then(|d| d.canonical_id);
         assert_eq!(again.as_deref(), Some("p1"));
-        assert_eq!(a.repeated("p0"), Some(Decision::plain(DecisionKind::Unique)));
-        assert_eq!(a.repeated("p7"), Some(Decision::plain(DecisionKind::Skipped)));
+        assert_eq!(
+            a.repeated("p0"),
+            Some(Decision::plain(DecisionKind::Unique))
+        );
+        assert_eq!(
+            a.repeated("p7"),
+            Some(Decision::plain(DecisionKind::Skipped))
+        );
         // a repeat judged so by the shards gets it whatever the votes
         let d = a.decide(9, "p5", Judged::Repeated, &[v(0, 1.0, 0, 0)]);
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));

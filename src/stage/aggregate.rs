@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rdkafka::message::{BorrowedMessage, Message};
 use tracing::info;
 
@@ -136,9 +136,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     let mut ready = committed == 0;
     let started = Instant::now();
     while !s.shutdown.requested() {
-        match link.consumer.poll(std::time::Duration::from_millis(100)) {
-            None => {}
-            Some(m) => q.take(&m.context("reading the signed topic and the votes")?, s)?,
+        if let Some(m) = link.poll() {
+            q.take(&m, s)?;
         }
         // every signed record whose votes are all in, in order
         while let Some(joined) = q.join()? {

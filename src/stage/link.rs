@@ -186,6 +186,20 @@ impl Link {
         }
     }
 
+    /// The next record, or none within 100 ms. A consume error is counted and logged, as
+    /// the stage's consume task does, and the client goes on (it retries by itself).
+    pub(super) fn poll(&self) -> Option<rdkafka::message::BorrowedMessage<'_>> {
+        match self.consumer.poll(Duration::from_millis(100))? {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!(error = %e, "consume error");
+                metrics::counter!(tm::KAFKA_ERRORS, "code" => super::kafka::code(&e)).increment(1);
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+        }
+    }
+
     /// Pauses or resumes reading a partition (a queue of records waiting is full, or has room
     /// again).
     pub(super) fn pause(&self, topic: &str, partition: i32, paused: bool) -> Result<()> {

@@ -101,13 +101,12 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
                 "replayed the signed topic up to the committed offset: deciding"
             );
         }
-        let Some(m) = link.consumer.poll(std::time::Duration::from_millis(100)) else {
+        let Some(m) = link.poll() else {
             if link.due() {
                 link.commit(&[(topic, 0, next)])?;
             }
             continue;
         };
-        let m = m.context("reading the signed topic")?;
         let offset = m.offset();
         let replay = offset < committed;
         let payload = m.payload().unwrap_or_default();

@@ -29,6 +29,47 @@ fn topics(b: &Broker) {
     ]);
 }
 
+/// `neardup topics create --shards`: the votes topic with a partition a shard, it and the
+/// signed topic keeping every record, no changelog; run again, it accepts what it made.
+fn topics_create(b: &Broker) {
+    b.create_topics(&[("pages", 4)]);
+    let create = |extra: &[&str]| {
+        let mut cmd = neardup();
+        cmd.args(["topics", "create", "--brokers", &b.addr()])
+            .args(["--partitions", "3", "--replication-factor", "1"])
+            .args(["--shards", &SHARDS.to_string()])
+            .args(extra);
+        cmd
+    };
+    for state in ["created", "exists"] {
+        let out = output_ok(&mut create(&[]), "topics create --shards");
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let topics = summary.as_array().unwrap();
+        let votes = topics.iter().find(|t| t["topic"] == VOTES).unwrap();
+        assert_eq!(votes["partitions"], SHARDS as i64);
+        assert_eq!(votes["state"], state);
+        assert!(
+            topics.iter().all(|t| t["topic"] != "pages-index-changelog"),
+            "a sharded decider keeps no changelog: {summary}"
+        );
+    }
+    // a signed topic that keeps a time window is refused, with what to change
+    b.create_topics(&[("windowed-signed", 1)]);
+    let out = create(&[
+        "--signed-topic",
+        "windowed-signed",
+        "--votes-topic",
+        "other-votes",
+    ])
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("retention.ms=-1"),
+        "{err}"
+    );
+}
+
 /// Role `what` (0 the signer, 1..=SHARDS the shards, then the aggregator), its `n`-th start.
 fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage {
     let shards = SHARDS.to_string();
@@ -104,7 +145,7 @@ fn inputs(from: u64, to: u64) -> (Vec<Input>, usize) {
 fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     let _g = serial();
     let b = Broker::start();
-    topics(&b);
+    topics_create(&b);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();

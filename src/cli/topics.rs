@@ -269,13 +269,50 @@ fn create(a: CreateArgs, file: &FileConfig) -> Result<()> {
             );
         }
     }
+    // a sharded decider reads the signed and votes topics from their start at every start:
+    // an existing one must keep every record too
+    for t in [&s.signed_topic, &s.votes_topic] {
+        if !summary
+            .iter()
+            .any(|x| shards > 0 && &x.topic == t && x.state == "exists")
+        {
+            continue;
+        }
+        let cfg = futures::executor::block_on(
+            admin.describe_configs(&[ResourceSpecifier::Topic(t)], &opts),
+        )
+        .with_context(|| format!("cannot read the settings of topic {t}"))?;
+        let entries: Vec<_> = cfg.into_iter().flatten().flat_map(|r| r.entries).collect();
+        let value = |key: &str| {
+            entries
+                .iter()
+                .find(|e| e.name == key)
+                .and_then(|e| e.value.clone())
+        };
+        for key in ["retention.ms", "retention.bytes"] {
+            if let Some(v) = value(key).filter(|v| v.trim() != "-1") {
+                bail!(
+                    "topic {t} exists with {key}={v}: the shards and the aggregator of a sharded \
+                     decider read it from its start at every start, so it must keep every \
+                     record: alter the topic's configuration to {key}=-1"
+                );
+            }
+        }
+        if let Some(p) = value("cleanup.policy").filter(|p| p.contains("compact")) {
+            bail!(
+                "topic {t} exists with cleanup.policy={p}: compaction removes records the \
+                 shards read back at every start: alter it to cleanup.policy=delete"
+            );
+        }
+    }
     if let Some(st) = summary
         .iter()
         .find(|x| shards > 0 && x.topic == s.votes_topic)
     {
         if st.partitions != shards as i32 {
             bail!(
-                "votes topic {} has {} partitions; a decider of {shards} shards needs one a                  shard: delete it, or name another with votes-topic",
+                "votes topic {} has {} partitions; a decider of {shards} shards needs one a \
+                 shard: delete it, or name another with votes-topic",
                 st.topic,
                 st.partitions
             );

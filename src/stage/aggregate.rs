@@ -153,7 +153,12 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             a.counts.records += 1;
             health.progressed();
         }
-        if !ready && (next >= committed || link.position(signed_t, 0) >= committed) {
+        // (past the last record before the committed offset may come only the markers of
+        // transactions: read past them with nothing held is read up to it)
+        if !ready
+            && (next >= committed
+                || (q.signed.is_empty() && link.position(signed_t, 0) >= committed))
+        {
             ready = true;
             *health.restoring.lock().unwrap_or_else(|p| p.into_inner()) = None;
             health.index_open.store(true, Ordering::Relaxed);
@@ -166,7 +171,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         }
         q.flow(&link, s)?;
         if link.due() {
-            link.commit(&q.offsets(signed_t, votes_t, next))?;
+            // (while deciding again, the committed offset again: it never goes back)
+            link.commit(&q.offsets(signed_t, votes_t, next.max(committed)))?;
         }
     }
     health.draining.store(true, Ordering::Relaxed);

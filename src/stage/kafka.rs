@@ -466,8 +466,14 @@ pub fn role_producer<C: rdkafka::producer::ProducerContext>(
     transactional_id: Option<&str>,
 ) -> Result<rdkafka::producer::BaseProducer<C>> {
     let mut c = producer_config(s);
+    if transactional_id.is_none() {
+        // a record that fails for good stops the producer before the records after it land:
+        // a gap in a votes partition would leave the aggregator without a shard's votes
+        c.set("enable.gapless.guarantee", "true");
+    }
     if let Some(id) = transactional_id {
         c.set("transactional.id", id);
+        c.remove("enable.gapless.guarantee");
         if c.get("transaction.timeout.ms").is_none() {
             c.set(
                 "transaction.timeout.ms",

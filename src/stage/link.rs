@@ -30,6 +30,11 @@ const CALL: Duration = Duration::from_secs(60);
 /// Records sent before a commit is due, whatever the interval.
 const COMMIT_RECORDS: u64 = 10_000;
 
+/// How often the offsets are committed again while nothing is sent: a group that commits
+/// nothing loses its offsets after the brokers' `offsets.retention.minutes` (7 days by
+/// default), and a role without them would read and write everything again.
+const KEEP_OFFSETS: Duration = Duration::from_secs(3600);
+
 /// The producer's context: the first delivery that failed.
 #[derive(Default)]
 pub(super) struct Deliveries {
@@ -257,10 +262,12 @@ impl Link {
         Ok(())
     }
 
-    /// A commit is due: records were sent, and the interval passed or many were.
+    /// A commit is due: records were sent, and the interval passed or many were; or the
+    /// offsets were last committed [`KEEP_OFFSETS`] ago.
     pub(super) fn due(&self) -> bool {
-        self.sent > 0
-            && (self.sent >= COMMIT_RECORDS || self.last_commit.elapsed() >= self.interval)
+        (self.sent > 0
+            && (self.sent >= COMMIT_RECORDS || self.last_commit.elapsed() >= self.interval))
+            || self.last_commit.elapsed() >= KEEP_OFFSETS
     }
 
     /// Commits what was sent with these offsets (the next record to read of each partition):

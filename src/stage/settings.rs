@@ -321,22 +321,34 @@ impl StageSettings {
                 role.as_str()
             );
         }
-        let group_id = kafka
-            .group_id
+        let base = kafka.group_id.clone().unwrap_or_else(|| "neardup".into());
+        let votes_name = kafka
+            .votes_topic
             .clone()
-            .unwrap_or_else(|| match (mode, role) {
-                (Mode::Replay, _) => "neardup-replay".into(),
-                (Mode::Run, Role::All) => "neardup".into(),
-                (Mode::Run, Role::Signer) => "neardup-signer".into(),
-                (Mode::Run, Role::Decider) => "neardup-decider".into(),
-                // a new shard count is new shards: their votes start again from the start
-                (Mode::Run, Role::Shard) => format!(
-                    "neardup-shard-{}-of-{}",
-                    stage.shard.unwrap_or(0),
-                    stage.shards.unwrap_or(0)
-                ),
-                (Mode::Run, Role::Aggregator) => "neardup-aggregator".into(),
-            });
+            .unwrap_or_else(|| DEFAULT_VOTES_TOPIC.into());
+        let group_id = match role {
+            // every shard and the aggregator in a group of its own whatever group-id says (a
+            // file shared by all roles names one): a shard's by its shard, the shard count and
+            // the votes topic, so a new count or a new votes topic is new shards, which vote
+            // from the start of the signed topic
+            Role::Shard => Some(format!(
+                "{base}-shard-{}-of-{}.{votes_name}",
+                stage.shard.unwrap_or(0),
+                stage.shards.unwrap_or(0)
+            )),
+            Role::Aggregator => Some(format!("{base}-aggregator")),
+            _ => kafka.group_id.clone(),
+        };
+        let group_id = group_id.unwrap_or_else(|| match (mode, role) {
+            (Mode::Replay, _) => "neardup-replay".into(),
+            (Mode::Run, Role::All) => "neardup".into(),
+            (Mode::Run, Role::Signer) => "neardup-signer".into(),
+            (Mode::Run, Role::Decider) => "neardup-decider".into(),
+            (Mode::Run, Role::Shard | Role::Aggregator) => unreachable!("named above"),
+        });
+        if group_id.len() > 249 {
+            bail!("group {group_id:?} is over 249 characters: shorten group-id or votes-topic");
+        }
         if group_id.trim().is_empty() {
             bail!("group-id must not be empty");
         }
@@ -384,7 +396,8 @@ impl StageSettings {
         if sharded {
             if !(1..=1024).contains(&shards) {
                 bail!(
-                    "role {} needs shards, 1 to 1024: how many shards the decider is split in                      (every shard and the aggregator take the same number)",
+                    "role {} needs shards, 1 to 1024: how many shards the decider is split in \
+                     (every shard and the aggregator take the same number)",
                     role.as_str()
                 );
             }
@@ -396,7 +409,9 @@ impl StageSettings {
             }
             if c.retention.is_some() || c.max_pages.is_some() {
                 bail!(
-                    "a sharded decider keeps no retention window or page cap: a shard counts                      the software text of pages it does not hold, which a removal could not                      take back"
+                    "a sharded decider keeps no retention window or page cap: a shard counts \
+                     the software text of pages it does not hold, which a removal could not \
+                     take back"
                 );
             }
         }
@@ -707,8 +722,8 @@ mod tests {
         .unwrap();
         assert_eq!((s.shards, s.shard), (4, 3));
         assert_eq!(
-            s.group_id, "neardup-shard-3-of-4",
-            "a new count is new shards"
+            s.group_id, "neardup-shard-3-of-4.pages-votes",
+            "a new count or votes topic is new shards"
         );
         assert_eq!(s.input_topics, vec!["pages-signed"]);
         assert_eq!(s.votes_topic, "pages-votes");
@@ -721,6 +736,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.group_id, "neardup-aggregator");
+        // a group-id shared by every role's file: each sharded role still gets its own
+        let shared = KafkaOptions {
+            group_id: Some("crawl".into()),
+            ..Default::default()
+        };
+        let g = |r, shard| {
+            resolve(shared.clone(), role(r, Some(2), shard), Default::default())
+                .unwrap()
+                .group_id
+        };
+        assert_eq!(g(Role::Shard, Some(0)), "crawl-shard-0-of-2.pages-votes");
+        assert_eq!(g(Role::Shard, Some(1)), "crawl-shard-1-of-2.pages-votes");
+        assert_eq!(g(Role::Aggregator, None), "crawl-aggregator");
         for (r, shards, shard, why) in [
             (Role::Shard, None, Some(0), "needs shards"),
             (Role::Shard, Some(2), None, "needs shard, 0 to 1"),

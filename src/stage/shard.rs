@@ -103,7 +103,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         }
         let Some(m) = link.poll() else {
             if link.due() {
-                link.commit(&[(topic, 0, next)])?;
+                // (while replaying, the committed offset again: it never goes back)
+                link.commit(&[(topic, 0, next.max(committed))])?;
             }
             continue;
         };

@@ -200,7 +200,7 @@ reads the signed topic) but the changelog. Each role has its own consumer group.
 {{- define "neardup.roleConfig" -}}
 {{- $role := .role -}}
 {{- with .root -}}
-{{- $groups := dict "all" .Values.kafka.groupId "signer" .Values.scaleOut.signers.groupId "decider" .Values.scaleOut.decider.groupId "aggregator" .Values.scaleOut.aggregator.groupId -}}
+{{- $groups := dict "all" .Values.kafka.groupId "signer" .Values.scaleOut.signers.groupId "decider" .Values.scaleOut.decider.groupId "aggregator" .Values.kafka.groupId "shard" .Values.kafka.groupId -}}
 {{- $sharded := or (eq $role "shard") (eq $role "aggregator") -}}
 # neardup config{{ if eq $role "signer" }} of the signers{{ else if eq $role "decider" }} of the decider{{ else if eq $role "shard" }} of the shards{{ else if eq $role "aggregator" }} of the aggregator{{ end }}, rendered by the chart {{ include "neardup.chart" . }} from its values.
 [signature]
@@ -217,9 +217,7 @@ max-pages = {{ int64 .Values.sizing.uniquePages }}
 
 [kafka]
 brokers = {{ .Values.kafka.brokers | toJson }}
-{{- if ne $role "shard" }}
 group-id = {{ get $groups $role | toJson }}
-{{- end }}
 {{- if and (ne $role "decider") (not $sharded) }}
 input-topics = {{ .Values.kafka.inputTopics | toJson }}
 {{- end }}
@@ -477,9 +475,6 @@ Checks of values the schema cannot express.
 {{- if $.Values.config.detect.retention -}}
 {{- fail "scaleOut.shards: a sharded decider keeps no retention window (config.detect.retention empty; sizing.capPages does not apply to it): a shard counts the software text of pages it does not hold, which a removal could not take back" -}}
 {{- end -}}
-{{- if eq .signers.groupId .aggregator.groupId -}}
-{{- fail "scaleOut.signers.groupId and scaleOut.aggregator.groupId must differ" -}}
-{{- end -}}
 {{- end -}}
 {{- with .signers.autoscaling -}}
 {{- if .enabled -}}
@@ -493,7 +488,7 @@ Checks of values the schema cannot express.
 {{- end -}}
 {{- with $.Values.replay -}}
 {{- if .enabled -}}
-{{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId $.Values.scaleOut.aggregator.groupId) -}}
+{{- if has .groupId (list $.Values.scaleOut.signers.groupId $.Values.scaleOut.decider.groupId (printf "%s-aggregator" $.Values.kafka.groupId)) -}}
 {{- fail "replay.groupId must differ from the signers' and the decider's groups: a replay must not move the stage's offsets" -}}
 {{- end -}}
 {{- if and (regexMatch (printf "^index-%s-[0-9]+$" (include "neardup.statefulSetName" $ | regexQuoteMeta)) .index.existingClaim) (not .dryRun) -}}

@@ -14,8 +14,9 @@
 //! pages it decided unique, and decides with the one decider's rule (the highest
 //! similarity, then the earliest page; for a page with too little text of its own, the
 //! earliest page it is one page with, by the first probe that finds one). The owner of a
-//! page decided other than unique takes it out of its lists ([`Shard::decided`]); until
-//! then it is one more vote the aggregator drops.
+//! page decided other than unique can take it out of its lists ([`Shard::decided`]; the
+//! Kafka roles do not send the decisions back yet); until then it is one more vote the
+//! aggregator drops.
 //!
 //! **Why the decisions are the one decider's.** A page's judgement and the set it is
 //! matched on depend on the page and on the software-text counts; every shard counts every

@@ -549,25 +549,18 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
         })
     };
     let mut stages: Vec<Stage> = (0..3).map(|w| start(w, 0)).collect();
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut order: Vec<usize> = [vec![0; 7], vec![1; 7], vec![2; 6]].concat();
-    for i in (1..order.len()).rev() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        order.swap(i, (rng % (i as u64 + 1)) as usize);
-    }
     let mut worked = 0;
-    for (k, &w) in order.iter().enumerate() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
+    // 7, 7 and 6 kills; a third during start-up or the group join, the rest once it works
+    for (k, kill) in kill_schedule(20, 3, 0x2545_F491_4F6C_DD1D)
+        .into_iter()
+        .enumerate()
+    {
+        let w = kill.role;
         let s = &mut stages[w];
-        // a third of the kills during start-up or the group join, the rest once it works
-        if k % 3 != 0 {
+        if kill.when_ready {
             s.wait_ready(Duration::from_secs(90));
         }
-        std::thread::sleep(Duration::from_millis(rng % 700));
+        std::thread::sleep(kill.after);
         worked += usize::from(s.metric("neardup_records_out_total", "") > 0.0);
         s.signal("KILL");
         assert_eq!(s.wait(Duration::from_secs(10)), None);

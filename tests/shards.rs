@@ -274,24 +274,17 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
         })
     };
     let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &eos)).collect();
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut order: Vec<usize> = (0..20).map(|k| k % ROLES).collect();
-    for i in (1..order.len()).rev() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        order.swap(i, (rng % (i as u64 + 1)) as usize);
-    }
     let mut worked = 0;
-    for (k, &w) in order.iter().enumerate() {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
+    for (k, kill) in kill_schedule(20, ROLES, 0x9E37_79B9_7F4A_7C15)
+        .into_iter()
+        .enumerate()
+    {
+        let w = kill.role;
         let s = &mut stages[w];
-        if k % 3 != 0 {
+        if kill.when_ready {
             s.wait_ready(Duration::from_secs(90));
         }
-        std::thread::sleep(Duration::from_millis(rng % 700));
+        std::thread::sleep(kill.after);
         worked += usize::from(
             s.metric("neardup_records_out_total", "") + s.metric("neardup_records_in_total", "")
                 > 0.0,

@@ -17,6 +17,10 @@ Usage:
   build-webdup.py --mirrors MIRRORS --out CORPUS_DIR \
       [--exclude-corpus ../shared/data/goldstyle-dev.jsonl.gz] [--seed 20240607]
 
+--edition v2 builds webdup-v2 (files webdup-v2*) from the snapshots in SOURCES_V2 instead: it drops
+every source page whose registered domain has a page in an --exclude-corpus (repeat the option to give
+the dev corpus and webdup-v1), has no forum or product pages, and takes the other kinds from the new pages.
+
 --mirrors is a directory holding one git directory per snapshot at <owner>+<name>/repo
 (override one with --snapshot owner/name=PATH). Every source is read at the commit pinned in
 SOURCES below, so the output depends only on the inputs and the seed. Needs Python 3 and lxml.
@@ -49,6 +53,16 @@ SOURCES = {
     "imnotjames/pyawful": "61d83440717c7768e96a69490a6983390ddb9045",
     "Awful/Awful.app": "a5aad0d8c527d4afe24a072ea5da9be43b827848",
 }
+
+# webdup-v2 (--edition v2): pages of other repositories, whose hosts and templates are in neither
+# webdup-v1 nor the dev corpus; no product or forum pages
+SOURCES_V2 = {
+    "mozilla/readability": "ab4027a8b37669745016869a37a504727992b2ba",
+    "scrapinghub/article-extraction-benchmark": "4a3bc979f76c0df73cb95fe272e2fc1b96f9f010",
+    "codelucas/newspaper": "1618b547f31c2d1fd19ae3b6afd8f7542dd02074",
+    "goose3/goose3": "c5a8902eed0c4592a1ff5ec51a0277cf73a3aca7",
+}
+ALL_SOURCES = {**SOURCES, **SOURCES_V2}
 
 GRAY_THRESHOLD = 0.3
 
@@ -385,33 +399,113 @@ def load_sources(snaps):
     return out
 
 
+def host_guess(name):
+    """A URL for a saved page named after its site: 'bbc-1', 'cricket.com.au2', 'test_guardian1'."""
+    base = re.sub(r"^test_", "", re.sub(r"\.(html?)(\.gz)?$", "", os.path.basename(name)))
+    base = re.sub(r"[-_]?\d+$", "", base).lower()
+    if "." not in base:
+        base = re.sub(r"[^a-z0-9-]+", "-", base).strip("-") + ".com"
+    return f"https://{base}/{hashlib.sha1(name.encode()).hexdigest()[:10]}"
+
+
+def load_sources_v2(snaps):
+    out = []
+    # test pages of the reader view: test/test-pages/<site>/source.html
+    s = snaps["mozilla/readability"]
+    for p in s.paths("test/test-pages/", ("/source.html",)):
+        raw = s.read(p)
+        html = decode(raw)
+        out.append(Src(s.repo, p, raw, html, url_from_html(html) or host_guess(p.split("/")[-2]), "article"))
+    # article-extraction benchmark: html/<sha256>.html.gz with the URL in the ground truth
+    s = snaps["scrapinghub/article-extraction-benchmark"]
+    gt = json.loads(s.read("ground-truth.json"))
+    for p in s.paths("html/", (".html.gz",)):
+        key = os.path.basename(p)[:-len(".html.gz")]
+        raw = s.read(p)
+        html = decode(raw)
+        out.append(Src(s.repo, p, raw, html, gt.get(key, {}).get("url") or url_from_html(html) or host_guess(p),
+                       "article"))
+    # newspaper test pages: tests/data/html/<host><n>.html (two articles of most hosts)
+    s = snaps["codelucas/newspaper"]
+    for p in s.paths("tests/data/html/", (".html",)):
+        if re.search(r"(meta_refresh|main_site)", p):
+            continue
+        raw = s.read(p)
+        html = decode(raw)
+        out.append(Src(s.repo, p, raw, html, url_from_html(html) or host_guess(p), "article"))
+    # goose3 content tests: tests/data/{content,tags}/test_*.html with the URL in the .json beside
+    s = snaps["goose3/goose3"]
+    for p in s.paths("tests/data/content/", (".html",)) + s.paths("tests/data/tags/", (".html",)):
+        url = None
+        jp = p[:-len(".html")] + ".json"
+        if jp in s.files:
+            try:
+                url = json.loads(s.read(jp)).get("url")
+            except ValueError:
+                url = None
+        raw = s.read(p)
+        html = decode(raw)
+        out.append(Src(s.repo, p, raw, html, url or url_from_html(html) or host_guess(p), "article"))
+    # unit-test pages of filler text are no site's pages; a page saved twice under one URL is kept once
+    kept, seen = [], set()
+    for src in out:
+        u = src.url.split("#")[0].rstrip("/")
+        if "lorem ipsum" in src.html.lower() or u in seen:
+            continue
+        seen.add(u)
+        kept.append(src)
+    return kept
+
+
+def host_filter(srcs, paths):
+    """Drops source pages whose registered domain has a page in an excluded corpus (new hosts only)."""
+    doms = set()
+    for path in paths or ():
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+            for line in f:
+                if line.strip():
+                    doms.add(reg_domain(host_of(json.loads(line)["url"])))
+    keep, dropped = [], 0
+    for s in srcs:
+        if reg_domain(s.host) in doms:
+            dropped += 1
+            s.roles.append("excluded:host-in-excluded-corpus")
+            continue
+        keep.append(s)
+    return keep, dropped
+
+
 # ----------------------------------------------------------------------------- exclusion of the dev corpus
 
 
-def dev_filter(srcs, path):
-    """Drops source pages whose main text is (mostly) in the excluded corpus, or whose HTML or URL is."""
-    if not path or not os.path.exists(path):
+def dev_filter(srcs, paths):
+    """Drops source pages whose main text is (mostly) in an excluded corpus, or whose HTML or URL is."""
+    if isinstance(paths, str):
+        paths = [paths]
+    paths = [p for p in (paths or []) if p and os.path.exists(p)]
+    if not paths:
         print("no exclusion corpus given: skipping the overlap check", file=sys.stderr)
         return srcs, 0
     sample = defaultdict(list)
     hashes, urls = set(), set()
     n = 0
-    with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            hashes.add(hashlib.sha256(d["html"].encode()).hexdigest())
-            urls.add(d["url"].split("#")[0].rstrip("/"))
-            doc = parse(d["html"])
-            if doc is None:
-                continue
-            el = main_element(doc)
-            text = "\n".join(paragraphs_of(el)) if el is not None else ""
-            for h in shingles(text):
-                if h % 4 == 0:
-                    sample[h].append(n)
-            n += 1
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8", newline="\n") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                d = json.loads(line)
+                hashes.add(hashlib.sha256(d["html"].encode()).hexdigest())
+                urls.add(d["url"].split("#")[0].rstrip("/"))
+                doc = parse(d["html"])
+                if doc is None:
+                    continue
+                el = main_element(doc)
+                text = "\n".join(paragraphs_of(el)) if el is not None else ""
+                for h in shingles(text):
+                    if h % 4 == 0:
+                        sample[h].append(n)
+                n += 1
     keep, dropped = [], 0
     for s in srcs:
         sh = [h for h in shingles(s.text) if h % 4 == 0]
@@ -860,14 +954,19 @@ def build(args):
     rng = random.Random(args.seed)
     snaps = {}
     overrides = dict(x.split("=", 1) for x in args.snapshot)
-    for repo, commit in SOURCES.items():
+    v2 = args.edition == "v2"
+    for repo, commit in (SOURCES_V2 if v2 else SOURCES).items():
         gitdir = overrides.get(repo) or os.path.join(args.mirrors, repo.replace("/", "+"), "repo")
         snaps[repo] = Snapshot(repo, gitdir, commit)
     manifest = []  # (repo, commit, path, sha, role)
 
     print("loading source pages", file=sys.stderr)
-    all_srcs = load_sources(snaps)
-    srcs, n_dev = dev_filter(all_srcs, args.exclude_corpus)
+    all_srcs = load_sources_v2(snaps) if v2 else load_sources(snaps)
+    srcs = all_srcs
+    if v2:
+        srcs, n_host = host_filter(srcs, args.exclude_corpus)
+        print(f"{n_host} source pages dropped for a host in the exclusion corpora", file=sys.stderr)
+    srcs, n_dev = dev_filter(srcs, args.exclude_corpus)
     srcs = dedup_sources(srcs)
     srcs = [s for s in srcs if s.doc is not None]
     for s in all_srcs:
@@ -1100,7 +1199,7 @@ def build(args):
                      f"{d.repo}:{d.path} in {tpl.repo}:{tpl.path}", "cms", None, "\n".join(d.paras), tkey=th))
 
     # 8. forums: real software templates filled with real thread texts under several hosts
-    threads = sa_posts(snaps)
+    threads = [] if v2 else sa_posts(snaps)
     # threads with the most posts give their posts to the built pages; the pages they come from stay
     # out of the corpus (their text would be in two places)
     threads.sort(key=lambda t: (-len(t[3]), t[0], t[1]))
@@ -1126,7 +1225,7 @@ def build(args):
     forum_names = list(FORUM_NAMES)
     rng.shuffle(forum_names)
     fn = 0
-    for software in sorted(FORUM_TEMPLATES):
+    for software in ([] if v2 else sorted(FORUM_TEMPLATES)):
         repo, tp, ip, *_rest = FORUM_TEMPLATES[software]
         site_old = FORUM_TEMPLATES[software][7]
         s = snaps[repo]
@@ -1170,11 +1269,12 @@ def build(args):
         manifest.append((repo, SOURCES[repo], p, sha, "forum-posts" if ti < consumed else "forum-real"))
     # real forum pages of one host (different threads and boards); same board saved twice = a re-fetch
     forum_real = [(repo, p) for ti, (repo, p, _, _) in enumerate(threads) if ti >= consumed]
-    forum_real.append(("imnotjames/pyawful", "tests/parse/fixtures/forumdisplay.html"))
-    fa = snaps["Awful/Awful.app"]
-    for p in fa.paths("AwfulCore/Tests/AwfulCoreTests/Fixtures/", (".html",)):
-        if os.path.basename(p).startswith("forumdisplay"):
-            forum_real.append(("Awful/Awful.app", p))
+    if not v2:
+        forum_real.append(("imnotjames/pyawful", "tests/parse/fixtures/forumdisplay.html"))
+        fa = snaps["Awful/Awful.app"]
+        for p in fa.paths("AwfulCore/Tests/AwfulCoreTests/Fixtures/", (".html",)):
+            if os.path.basename(p).startswith("forumdisplay"):
+                forum_real.append(("Awful/Awful.app", p))
     real_forum_pages = []
     for repo, p in forum_real:
         raw = snaps[repo].read(p)
@@ -1206,7 +1306,7 @@ def build(args):
         "testdata/smf2/index.php?topic=38573.0": ["http://forums.contribs.org/index.php?topic=38573.0"],
         "testdata/smf2/index.php?board=9.0": ["http://forums.contribs.org/index.php?board=9.0"],
     }
-    for software in sorted(FORUM_TEMPLATES):
+    for software in ([] if v2 else sorted(FORUM_TEMPLATES)):
         repo = FORUM_TEMPLATES[software][0]
         for p in FORUM_TEMPLATES[software][1:3]:
             html = decode(snaps[repo].read(p))
@@ -1276,7 +1376,7 @@ def build(args):
 
     # manifest of the source pages
     for s in all_srcs:
-        manifest.append((s.repo, SOURCES[s.repo], s.path, s.sha, ";".join(s.roles) or "unused"))
+        manifest.append((s.repo, ALL_SOURCES[s.repo], s.path, s.sha, ";".join(s.roles) or "unused"))
     return pages, manifest, n_dev
 
 
@@ -1342,8 +1442,10 @@ def main():
     ap.add_argument("--mirrors", required=True, help="directory of snapshots laid out as <owner>+<name>/repo")
     ap.add_argument("--snapshot", action="append", default=[], help="owner/name=GITDIR")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--exclude-corpus", default=None,
-                    help="a corpus JSONL.gz whose pages must not be reused (the dev corpus)")
+    ap.add_argument("--exclude-corpus", action="append", default=None,
+                    help="a corpus JSONL.gz whose pages must not be reused (the dev corpus); repeatable")
+    ap.add_argument("--edition", choices=["v1", "v2"], default="v1",
+                    help="v2: the SOURCES_V2 pages, hosts of the excluded corpora dropped, no forums")
     ap.add_argument("--seed", type=int, default=20240607)
     ap.add_argument("--donors", type=int, default=90)
     ap.add_argument("--aggregator", type=int, default=22)
@@ -1364,7 +1466,7 @@ def main():
     pages, manifest, n_dev = build(args)
     pos, same, gray = pairs_and_checks(pages)
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, "webdup-v1")
+    stem = os.path.join(args.out, "webdup-" + args.edition)
     with open(stem + ".jsonl.gz", "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             for p in pages:

@@ -14,7 +14,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dedup::sharded::{Judged, Vote};
-use crate::index::Found;
 
 /// Schema name of votes records.
 pub const VOTES_SCHEMA: &str = "neardup.votes.v1";
@@ -40,27 +39,7 @@ pub struct VotesRecord {
     pub judged: String,
     /// The pages this shard holds that the page is matched with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub votes: Vec<VoteValue>,
-}
-
-/// A vote, as a votes record carries it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct VoteValue {
-    /// The held page's stream position.
-    pub pos: u64,
-    /// Its id.
-    pub id: String,
-    /// Its URL.
-    pub url: String,
-    /// When it was first seen, Unix seconds.
-    pub first_seen: i64,
-    /// The similarity of the two pages (JSON keeps every bit of it).
-    pub similarity: f64,
-    /// The index that found it.
-    pub found: Found,
-    /// 0: the pair rule at τ; k ≥ 1: one page with the page, by its k-th probe.
-    pub probe: u8,
+    pub votes: Vec<Vote>,
 }
 
 impl VotesRecord {
@@ -80,18 +59,7 @@ impl VotesRecord {
             offset,
             id: id.into(),
             judged: judged.map_or(BAD, Judged::as_str).into(),
-            votes: votes
-                .iter()
-                .map(|v| VoteValue {
-                    pos: v.pos,
-                    id: v.id.clone(),
-                    url: v.url.clone(),
-                    first_seen: v.first_seen,
-                    similarity: v.similarity,
-                    found: v.found,
-                    probe: v.probe,
-                })
-                .collect(),
+            votes: votes.to_vec(),
         }
     }
 
@@ -122,24 +90,12 @@ impl VotesRecord {
     pub fn judgement(&self) -> Option<Judged> {
         Judged::parse(&self.judged)
     }
-
-    /// The votes, as the aggregator takes them.
-    pub fn votes(&self) -> impl Iterator<Item = Vote> + '_ {
-        self.votes.iter().map(|v| Vote {
-            pos: v.pos,
-            id: v.id.clone(),
-            url: v.url.clone(),
-            first_seen: v.first_seen,
-            similarity: v.similarity,
-            found: v.found,
-            probe: v.probe,
-        })
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::Found;
 
     #[test]
     fn a_votes_record_keeps_every_bit_of_a_similarity_and_refuses_another_shard_count() {
@@ -162,7 +118,7 @@ mod tests {
         );
         let bytes = serde_json::to_vec(&r).unwrap();
         let back = VotesRecord::decode(&bytes, 2).unwrap();
-        assert_eq!(back.votes().next().unwrap(), v);
+        assert_eq!(back.votes, [v]);
         assert_eq!(back.judgement(), Some(Judged::Matched));
         assert!(VotesRecord::decode(&bytes, 3)
             .unwrap_err()

@@ -73,24 +73,7 @@ struct Queues {
 /// Runs the aggregator until a stop.
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCounts> {
     let mut link = Link::new(s, health)?;
-    let signed_parts = link.partitions(&s.signed_topic)?;
-    if signed_parts != 1 {
-        bail!(
-            "the signed topic {} has {signed_parts} partitions: the shards and the aggregator \
-             read one order, so it must have one",
-            s.signed_topic
-        );
-    }
-    let votes_parts = link.partitions(&s.votes_topic)?;
-    if votes_parts != s.shards {
-        bail!(
-            "the votes topic {} has {votes_parts} partitions and the decider {} shards: it \
-             needs one partition a shard (neardup topics create --shards {})",
-            s.votes_topic,
-            s.shards,
-            s.shards
-        );
-    }
+    link.check_topics(s)?;
     let signed_t = s.signed_topic.as_str();
     let votes_t = s.votes_topic.as_str();
     let mut parts: Vec<(&str, i32)> = vec![(signed_t, 0)];
@@ -366,7 +349,7 @@ impl Agg<'_> {
         }
         self.votes.clear();
         self.votes
-            .extend(shards.iter().flat_map(VotesRecord::votes));
+            .extend(shards.iter().flat_map(|r| r.votes.iter().cloned()));
         let decision =
             self.aggregator
                 .decide(held.offset as u64, &page.doc_id, judged, self.votes.iter());

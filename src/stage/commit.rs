@@ -53,19 +53,32 @@ pub(super) fn transaction_call(
     txn: &Transactions,
     mut call: impl FnMut() -> Result<(), KafkaError>,
 ) -> Result<()> {
-    tokio::task::block_in_place(|| loop {
-        let attempt = {
+    tokio::task::block_in_place(|| {
+        retrying(what, &txn.id, || {
             let _watch = super::watchdog::watch(what, &txn.id);
             call()
-        };
-        match attempt {
+        })
+        .map_err(|e| transaction_error(what, txn, e))
+    })
+}
+
+/// Makes a transaction call until it succeeds or fails in a way the client does not call
+/// retriable (the client's documented answer to a retriable failure is the same call again).
+/// Shared by the stage and the roles of a sharded decider.
+pub(super) fn retrying(
+    what: &str,
+    transactional_id: &str,
+    mut call: impl FnMut() -> Result<(), KafkaError>,
+) -> Result<(), KafkaError> {
+    loop {
+        match call() {
             Ok(()) => return Ok(()),
             Err(KafkaError::Transaction(e)) if e.is_retriable() => {
-                warn!(error = %e, transactional_id = %txn.id, "{what}: trying again");
+                warn!(error = %e, transactional_id, "{what}: trying again");
             }
-            Err(e) => return Err(transaction_error(what, txn, e)),
+            Err(e) => return Err(e),
         }
-    })
+    }
 }
 
 /// The error that stops the stage when a transaction cannot go on.

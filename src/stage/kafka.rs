@@ -471,16 +471,7 @@ pub fn role_producer<C: rdkafka::producer::ProducerContext>(
         // a gap in a votes partition would leave the aggregator without a shard's votes
         c.set("enable.gapless.guarantee", "true");
     }
-    if let Some(id) = transactional_id {
-        c.set("transactional.id", id);
-        c.remove("enable.gapless.guarantee");
-        if c.get("transaction.timeout.ms").is_none() {
-            c.set(
-                "transaction.timeout.ms",
-                TRANSACTION_TIMEOUT.as_millis().to_string(),
-            );
-        }
-    }
+    set_transactional(&mut c, transactional_id);
     c.create_with_context(ctx).with_context(|| {
         format!(
             "cannot create the Kafka producer (brokers {}, properties: {})",
@@ -567,6 +558,19 @@ pub fn producer(
     transactional_id: Option<&str>,
 ) -> Result<FutureProducer<StageContext>> {
     let mut c = producer_config(s);
+    set_transactional(&mut c, transactional_id);
+    c.create_with_context(ctx).with_context(|| {
+        format!(
+            "cannot create the Kafka producer (brokers {}, properties: {})",
+            s.brokers,
+            describe(s)
+        )
+    })
+}
+
+/// Makes a producer's configuration transactional under `transactional_id` (`None`: left as
+/// it is).
+fn set_transactional(c: &mut ClientConfig, transactional_id: Option<&str>) {
     if let Some(id) = transactional_id {
         c.set("transactional.id", id);
         // in a transaction a record that fails fails the transaction: no gap can land
@@ -581,13 +585,6 @@ pub fn producer(
             );
         }
     }
-    c.create_with_context(ctx).with_context(|| {
-        format!(
-            "cannot create the Kafka producer (brokers {}, properties: {})",
-            s.brokers,
-            describe(s)
-        )
-    })
 }
 
 fn producer_config(s: &StageSettings) -> ClientConfig {

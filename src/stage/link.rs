@@ -18,6 +18,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
+use super::commit::retrying;
 use super::kafka::StageContext;
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
@@ -60,6 +61,8 @@ pub(super) struct Link {
     pub(super) consumer: BaseConsumer<StageContext>,
     producer: BaseProducer<Deliveries>,
     exactly_once: bool,
+    /// The transactional id (exactly-once: the group).
+    id: String,
     open: bool,
     sent: u64,
     last_commit: Instant,
@@ -80,14 +83,15 @@ impl Link {
         )?;
         if exactly_once {
             // fences an earlier process of this role: what it left open is aborted
-            producer
-                .init_transactions(CALL)
-                .map_err(|e| fault("starting the transactions", e))?;
+            let what = "starting the transactions";
+            retrying(what, &s.group_id, || producer.init_transactions(CALL))
+                .map_err(|e| fault(what, e))?;
         }
         Ok(Link {
             consumer,
             producer,
             exactly_once,
+            id: s.group_id.clone(),
             open: false,
             sent: 0,
             last_commit: Instant::now(),
@@ -114,6 +118,31 @@ impl Link {
             Some(t) => Ok(t.partitions().len()),
             None => bail!("topic {topic} does not exist: create it with neardup topics create"),
         }
+    }
+
+    /// Refuses topics a sharded decider cannot read: a signed topic split in partitions (the
+    /// shards and the aggregator read one order) or a votes topic without one partition a
+    /// shard.
+    pub(super) fn check_topics(&self, s: &StageSettings) -> Result<()> {
+        let signed_parts = self.partitions(&s.signed_topic)?;
+        if signed_parts != 1 {
+            bail!(
+                "the signed topic {} has {signed_parts} partitions: the shards and the \
+                 aggregator read one order, so it must have one",
+                s.signed_topic
+            );
+        }
+        let votes_parts = self.partitions(&s.votes_topic)?;
+        if votes_parts != s.shards {
+            bail!(
+                "the votes topic {} has {votes_parts} partitions and the decider {} shards: it \
+                 needs one partition a shard (neardup topics create --shards {})",
+                s.votes_topic,
+                s.shards,
+                s.shards
+            );
+        }
+        Ok(())
     }
 
     /// Refuses a partition whose first records are gone (a retention or compaction policy
@@ -279,22 +308,25 @@ impl Link {
         }
         let started = Instant::now();
         if self.exactly_once {
+            // a call that fails in a way the client calls retriable is made again, as the
+            // stage's are
+            let (p, id) = (&self.producer, self.id.as_str());
             if !self.open {
-                self.producer
-                    .begin_transaction()
-                    .map_err(|e| fault("beginning a transaction", e))?;
+                let what = "beginning a transaction";
+                retrying(what, id, || p.begin_transaction()).map_err(|e| fault(what, e))?;
                 self.open = true;
             }
             let group = self
                 .consumer
                 .group_metadata()
                 .context("the consumer has no group metadata")?;
-            self.producer
-                .send_offsets_to_transaction(&tpl, &group, CALL)
-                .map_err(|e| fault("adding the offsets to the transaction", e))?;
-            self.producer
-                .commit_transaction(CALL)
-                .map_err(|e| fault("committing the transaction", e))?;
+            let what = "adding the offsets to the transaction";
+            retrying(what, id, || {
+                p.send_offsets_to_transaction(&tpl, &group, CALL)
+            })
+            .map_err(|e| fault(what, e))?;
+            let what = "committing the transaction";
+            retrying(what, id, || p.commit_transaction(CALL)).map_err(|e| fault(what, e))?;
             self.open = false;
             metrics::counter!(tm::TRANSACTIONS).increment(1);
             metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS)

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use rdkafka::message::Message;
 use tracing::info;
 
@@ -38,24 +38,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let index = open_scratch(s)?;
     let mut shard = Shard::new(index, s.shard, s.shards)?;
     let mut link = Link::new(s, health)?;
-    let signed_parts = link.partitions(&s.signed_topic)?;
-    if signed_parts != 1 {
-        bail!(
-            "the signed topic {} has {signed_parts} partitions: the shards and the aggregator \
-             read one order, so it must have one",
-            s.signed_topic
-        );
-    }
-    let votes_parts = link.partitions(&s.votes_topic)?;
-    if votes_parts != s.shards {
-        bail!(
-            "the votes topic {} has {votes_parts} partitions and the decider {} shards: it \
-             needs one partition a shard (neardup topics create --shards {})",
-            s.votes_topic,
-            s.shards,
-            s.shards
-        );
-    }
+    link.check_topics(s)?;
     let topic = s.signed_topic.as_str();
     link.check_kept_whole(topic, 0)?;
     let committed = link.committed(&[(topic, 0)])?[0];

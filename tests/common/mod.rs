@@ -20,6 +20,42 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// One kill of a [`kill_schedule`].
+pub struct Kill {
+    /// The role to kill.
+    pub role: usize,
+    /// Wait until the role is ready first (two kills in three; the others land during its
+    /// start-up or its read of the topics).
+    pub when_ready: bool,
+    /// Then wait this long (0–700 ms) and kill it.
+    pub after: Duration,
+}
+
+/// `n` kills spread evenly over `roles` roles (kill k goes to role k mod `roles`), in an order
+/// and at moments drawn from `seed`: the same schedule at every run.
+pub fn kill_schedule(n: usize, roles: usize, seed: u64) -> Vec<Kill> {
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut order: Vec<usize> = (0..n).map(|k| k % roles).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, (next() % (i as u64 + 1)) as usize);
+    }
+    order
+        .into_iter()
+        .enumerate()
+        .map(|(k, role)| Kill {
+            role,
+            when_ready: k % 3 != 0,
+            after: Duration::from_millis(next() % 700),
+        })
+        .collect()
+}
+
 /// The broker tests share two cores: run them one at a time.
 pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())

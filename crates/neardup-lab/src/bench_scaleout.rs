@@ -224,6 +224,21 @@ fn mask(cores: &[usize]) -> libc::cpu_set_t {
     }
 }
 
+/// Starts the process `cmd` spawns on `core` alone (a benchmark's role, pinned so that its
+/// CPU a record is its own).
+fn pin_to(cmd: &mut Command, core: usize) {
+    let set = mask(&[core]);
+    // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The cores in a mask.
 fn cores_of(set: &libc::cpu_set_t) -> Vec<usize> {
     // SAFETY: CPU_ISSET reads inside the set for cores below CPU_SETSIZE
@@ -767,16 +782,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?);
     if pin {
-        let set = mask(&[cores - 1]);
-        // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pin_to(&mut cmd, cores - 1);
     }
     let mut d = Proc {
         child: cmd.spawn().context("start the decider")?,
@@ -1003,17 +1009,7 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log)?);
         if pin {
-            let set = mask(&[cores - 1]);
-            // SAFETY: between fork and exec only the affinity call, which is async-signal-safe
-            unsafe {
-                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+            pin_to(&mut cmd, cores - 1);
         }
         let mut d = Proc {
             child: cmd.spawn().with_context(|| format!("start {name}"))?,

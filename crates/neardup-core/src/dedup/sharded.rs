@@ -91,8 +91,10 @@ impl Judged {
     }
 }
 
-/// A page a shard holds that the page being decided is matched with.
-#[derive(Clone, Debug, PartialEq)]
+/// A page a shard holds that the page being decided is matched with (an item of the votes
+/// record, `schemas/votes.v1.schema.json`: its field names are that record's).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Vote {
     /// Its stream position (the number it is stored under).
     pub pos: u64,
@@ -102,7 +104,7 @@ pub struct Vote {
     pub url: String,
     /// When it was first seen (Unix seconds).
     pub first_seen: i64,
-    /// The similarity of the two pages.
+    /// The similarity of the two pages (JSON keeps every bit of it).
     pub similarity: f64,
     /// The index that found it.
     pub found: Found,

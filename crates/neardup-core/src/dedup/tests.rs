@@ -1068,3 +1068,112 @@ mod host_text {
         assert_eq!(c(&[], &[2, 4]), None);
     }
 }
+
+/// A long page in a language whose stopwords are not the spots has few SpotSigs and is
+/// signed by its word shingles. From text rules 8 that does not make it short: its AMP
+/// copy on its own host (another title, none of the site's text) is its duplicate. At 7 the
+/// rule for short pages of one host kept the two apart. A short page of that language is
+/// still short.
+#[test]
+fn a_long_page_with_few_spots_is_not_short() {
+    const SYLLABLES: [&str; 12] = [
+        "ka", "ba", "ri", "lu", "sem", "pang", "di", "nya", "ter", "mo", "gu", "wan",
+    ];
+    let words = |seed: u64, n: usize| -> String {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let w: String = (0..2 + (x % 3) as usize)
+                    .map(|k| SYLLABLES[((x >> (8 * k)) % 12) as usize])
+                    .collect();
+                if i % 9 == 8 {
+                    format!("{w}.")
+                } else {
+                    w
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let paras = |seed: u64, n: usize| -> String {
+        (0..n)
+            .map(|k| format!("<p>{}</p>", words(seed * 100 + k as u64, 60)))
+            .collect()
+    };
+    let title = "Sejarah pecahnya kaum";
+    let full = |body: &str| {
+        format!(
+            "<html><head><title>{title} | Kabar Dunia</title></head><body><nav><a href=\"/\">\
+             Beranda</a> <a href=\"/berita\">Berita dunia</a> <a href=\"/opini\">Opini kami</a>\
+             </nav><article><h1>{title}</h1>{body}</article><footer><p>Hak cipta Kabar Dunia \
+             dilindungi undang undang negara.</p></footer></body></html>"
+        )
+    };
+    let amp = |body: &str| {
+        format!(
+            "<html><head><title>{title}</title></head><body><article><h1>{title}</h1>{body}\
+             </article></body></html>"
+        )
+    };
+    let long = paras(1, 13); // 780 words
+    let short = paras(2, 2); // 120 words
+    let at = |id: &'static str, url: &'static str| PageRef {
+        id,
+        url,
+        first_seen: 1,
+    };
+    for (text_rules, long_copy) in [
+        (TEXT_RULES, DecisionKind::Duplicate),
+        (7, DecisionKind::Unique),
+    ] {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        let signed = d.signer().sign(&full(&long));
+        assert_eq!(signed.family, Family::Words, "no spot in this language");
+        assert!(signed.tokens >= crate::signature::LONG_WORDS);
+        assert_eq!(signed.template.is_empty(), text_rules >= 8);
+        let short_signed = d.signer().sign(&full(&short));
+        assert_eq!(short_signed.family, Family::Words);
+        assert!(
+            !short_signed.template.is_empty(),
+            "a short page stays short"
+        );
+
+        d.process(
+            at("a", "https://kabar.example/2015/10/27/sejarah/"),
+            &full(&long),
+        )
+        .unwrap();
+        let o = d
+            .process(
+                at("a-amp", "https://kabar.example/2015/10/27/sejarah/amp"),
+                &amp(&long),
+            )
+            .unwrap();
+        assert_eq!(o.decision.kind, long_copy, "text rules {text_rules}");
+        if long_copy == DecisionKind::Duplicate {
+            assert_eq!(o.decision.canonical_id.as_deref(), Some("a"));
+        }
+        // short pages of one host are still matched across hosts only
+        d.process(
+            at("b", "https://kabar.example/2015/10/28/singkat/"),
+            &full(&short),
+        )
+        .unwrap();
+        let o = d
+            .process(
+                at("b-amp", "https://kabar.example/2015/10/28/singkat/amp"),
+                &amp(&short),
+            )
+            .unwrap();
+        assert_eq!(
+            o.decision.kind,
+            DecisionKind::Unique,
+            "text rules {text_rules}"
+        );
+    }
+}

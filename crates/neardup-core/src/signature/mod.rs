@@ -86,7 +86,17 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 7;
+pub const TEXT_RULES: u32 = 8;
+
+/// From text rules 8, a page signed by its word shingles (fewer than `short-below`
+/// SpotSigs) whose signed text has at least this many words is not short
+/// ([`SignatureConfig::short_by_length`]). SpotSigs' spots are the index language's
+/// stopwords: an English page of the dev corpus has one SpotSig every 6 to 14 words (the
+/// 10th to the 90th percentile), so fewer than 10 of them means fewer than about 140
+/// words. A page of 600 words with fewer than 10 spots is not short but written in a
+/// language whose stopwords are not the spots; its own text, not its site's, is what it is
+/// signed on, as a long page's is.
+pub const LONG_WORDS: usize = 600;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -159,9 +169,11 @@ pub struct SignatureConfig {
     /// pages of one identity ([`crate::dedup::kept_apart`]); 6, a page
     /// carries its short blocks ([`software`]), and the signatures of those that are
     /// software text (template text of several hosts, [`crate::index::software`]) are left
-    /// out of matching (SpotSigs features only); 7 ([`TEXT_RULES`]), a page carries its
+    /// out of matching (SpotSigs features only); 7, a page carries its
     /// long blocks too, and two pages of one host signed on the same text that show less
-    /// than half of the same blocks are kept apart ([`crate::dedup::kept_apart`]; SpotSigs features only). Absent from the stored settings of
+    /// than half of the same blocks are kept apart ([`crate::dedup::kept_apart`]; SpotSigs
+    /// features only); 8 ([`TEXT_RULES`]), a page is short by the length of its signed text,
+    /// not only by its number of SpotSigs ([`LONG_WORDS`]). Absent from the stored settings of
     /// an index made before revision 2, which read as 1 and keep deciding as they did.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub text_rules: u32,
@@ -248,6 +260,13 @@ impl SignatureConfig {
     /// (text rules 6 and later, SpotSigs features; [`software`]).
     pub fn software_text(&self) -> bool {
         self.text_rules >= 6 && self.features.is_spotsigs()
+    }
+
+    /// Whether a page with few SpotSigs but [`LONG_WORDS`] words or more of signed text is
+    /// taken as long: no template sample, so the rules for short pages (matched across hosts
+    /// only, not with a page of its own template) leave it alone (text rules 8 and later).
+    pub fn short_by_length(&self) -> bool {
+        self.text_rules >= 8
     }
 
     /// Whether pages carry their long blocks as well, and two pages of one host signed on
@@ -530,7 +549,8 @@ impl Signer {
         } else {
             ShortBlocks::default()
         };
-        let sample = if family.short() {
+        let long = self.config.short_by_length() && tokens.len() >= LONG_WORDS;
+        let sample = if family.short() && !long {
             template::sample(&text)
         } else {
             Vec::new()

@@ -19,6 +19,9 @@ pub const RECORDS_OUT: &str = "neardup_records_out_total";
 pub const DEAD_LETTERS: &str = "neardup_dead_letters_total";
 /// Counter: records whose id was decided before (the stored decision was repeated).
 pub const REPEATED_IDS: &str = "neardup_repeated_ids_total";
+/// Counter: pages a shard of a sharded decider took out of its lists as the aggregator
+/// decided them duplicates.
+pub const SHARD_DEMOTED: &str = "neardup_shard_demoted_total";
 /// Histogram, labels `stage` (decode, strip, sign, lookup, produce): seconds per record.
 pub const STAGE_SECONDS: &str = "neardup_stage_duration_seconds";
 /// Histogram: seconds from consuming a record to its output being acknowledged.
@@ -87,6 +90,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         REPEATED_IDS,
         "counter",
         "Records whose id was decided before (stored decision repeated).",
+    ),
+    (
+        SHARD_DEMOTED,
+        "counter",
+        "Pages a shard took out of its lists as the aggregator decided them duplicates.",
     ),
     (
         STAGE_SECONDS,

@@ -249,6 +249,77 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     }
 }
 
+/// A page copied 40 times: the owners take each copy out of their lists once the aggregator
+/// decides it a duplicate (they read the duplicate topic), so the votes for a copy that
+/// comes later name the page alone, not every copy a shard holds; the decisions stay one
+/// decider's.
+#[test]
+fn the_owners_drop_the_copies_the_aggregator_decided() {
+    let _g = serial();
+    let b = Broker::start();
+    topics_create(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
+    for s in &stages {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    let html = story_page(7, 0, false);
+    let copy = |k: usize| -> Input {
+        let id = format!("copy-{k:02}");
+        let url = format!("https://mirror{k}.test/story/7");
+        (0, id.clone(), Some(page_json(&id, &url, &html)))
+    };
+    let first: Vec<Input> = (0..40).map(copy).collect();
+    b.produce("pages", &first);
+    wait_until(Duration::from_secs(180), "every copy decided", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") >= first.len() as f64
+    });
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
+    assert!(
+        outs.iter()
+            .filter(|o| o.topic == "pages-duplicate")
+            .all(|o| o
+                .headers
+                .get("neardup-id")
+                .is_some_and(|id| id.starts_with("copy-"))),
+        "every duplicate names its page"
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the owners took the copies out",
+        || {
+            stages[1..=SHARDS]
+                .iter()
+                .map(|s| s.metric("neardup_shard_demoted_total", ""))
+                .sum::<f64>()
+                >= (first.len() - 1) as f64
+        },
+    );
+    b.produce("pages", &[copy(40)]);
+    wait_until(Duration::from_secs(120), "the last copy decided", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") > first.len() as f64
+    });
+    let votes: usize = b
+        .read(&[VOTES], usize::MAX, Duration::from_secs(60))
+        .iter()
+        .map(Out::json)
+        .filter(|v| v["id"] == "copy-40")
+        .map(|v| v["votes"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(
+        votes, 1,
+        "the last copy's votes name the page alone, not 40 copies"
+    );
+    let all: Vec<Input> = (0..=40).map(copy).collect();
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
+    assert_eq!(decisions(&outs), file_mode(&signed_order(&b, &all), d));
+    for s in &mut stages {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+}
+
 /// Exactly-once on every role, while pages arrive: twenty SIGKILLs, five of each role (the
 /// signer, both shards, the aggregator) at random moments (start-up, the replay of the
 /// topics, mid-transaction). A read_committed consumer sees every input answered exactly

@@ -390,7 +390,7 @@ impl Agg<'_> {
             None,
             held.key.as_deref(),
             &payload,
-            &tagged_headers(&decision, label),
+            &tagged_headers(&page.doc_id, &decision, label),
         )?;
         metrics::counter!(tm::RECORDS_OUT, "topic" => topic.clone(), "decision" => label)
             .increment(1);

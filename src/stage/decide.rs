@@ -12,7 +12,7 @@ use tracing::warn;
 use super::commit::Committed;
 use super::flow::{
     observe, position_bytes, Extra, Inbound, Job, Outbound, PrepOutput, HEADER_CANONICAL,
-    HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
+    HEADER_DECISION, HEADER_ID, HEADER_REASON, HEADER_SCHEMA,
 };
 use super::settings::StageSettings;
 use crate::dedup::{Deduplicator, PageRef, WAL_BATCH};
@@ -392,7 +392,7 @@ impl Decider<'_> {
                 &self.dup_t
             }
         };
-        let headers = tagged_headers(&outcome.decision, label);
+        let headers = tagged_headers(&page.doc_id, &outcome.decision, label);
         Ok(Outbound {
             inbound,
             topic: Arc::clone(topic),
@@ -441,12 +441,14 @@ pub(super) fn tagged_payload(
 
 /// The headers of a tagged record.
 pub(super) fn tagged_headers(
+    id: &str,
     decision: &crate::index::Decision,
     label: &'static str,
 ) -> Vec<(&'static str, String)> {
     let mut headers = vec![
         (HEADER_DECISION, label.to_string()),
         (HEADER_SCHEMA, record::TAGGED_SCHEMA.to_string()),
+        (HEADER_ID, id.to_string()),
     ];
     if let Some(c) = &decision.canonical_id {
         headers.push((HEADER_CANONICAL, c.clone()));

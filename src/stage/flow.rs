@@ -15,6 +15,9 @@ use crate::telemetry as tm;
 
 /// Header with the decision (`unique`, `duplicate`, `skipped`) or `dead_letter`.
 pub const HEADER_DECISION: &str = "neardup-decision";
+/// Header with the page's id (tagged records): what the shards of a sharded decider read
+/// the duplicates they own by.
+pub const HEADER_ID: &str = "neardup-id";
 /// Header with the canonical document id (duplicates).
 pub const HEADER_CANONICAL: &str = "neardup-canonical-id";
 /// Header with the schema of the value.

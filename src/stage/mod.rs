@@ -78,7 +78,8 @@ pub use settings::{Membership, Mode, StageSettings, Start};
 use consume::Intake;
 use decide::{decide_loop, Counts, Decided};
 pub use flow::{
-    HopTimes, StageSummary, HEADER_CANONICAL, HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA,
+    HopTimes, StageSummary, HEADER_CANONICAL, HEADER_DECISION, HEADER_ID, HEADER_REASON,
+    HEADER_SCHEMA,
 };
 use flow::{Job, Outbound};
 use open::remove_scratch;

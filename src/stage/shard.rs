@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 use tracing::info;
 
+use super::flow::{HEADER_DECISION, HEADER_ID};
 use super::link::Link;
 use super::settings::StageSettings;
 use crate::dedup::sharded::{Shard, Vote};
@@ -31,6 +32,8 @@ use crate::telemetry::{self as tm, Health};
 pub(super) struct ShardCounts {
     pub(super) records: u64,
     pub(super) replayed: u64,
+    /// Pages taken out of the lists as the aggregator decided them duplicates.
+    pub(super) demoted: u64,
 }
 
 /// Runs shard `s.shard` of `s.shards` until a stop.
@@ -42,7 +45,13 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let topic = s.signed_topic.as_str();
     link.check_kept_whole(topic, 0)?;
     let committed = link.committed(&[(topic, 0)])?[0];
-    link.assign_from_start(&[(topic, 0)])?;
+    // the aggregator's decisions, read from their start beside the signed topic: the
+    // duplicates this shard owns leave its lists (they may be gone from a topic with a
+    // retention window: the pages they name then stay, which costs memory, not decisions)
+    let decisions = s.duplicate_topic.as_str();
+    let mut parts = vec![(topic, 0)];
+    parts.extend((0..link.partitions(decisions)?).map(|p| (decisions, p as i32)));
+    link.assign_from_start(&parts)?;
     info!(
         shard = s.shard,
         shards = s.shards,
@@ -91,6 +100,13 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
             }
             continue;
         };
+        if m.topic() != topic {
+            if demote(&mut shard, &m)? {
+                counts.demoted += 1;
+                metrics::counter!(tm::SHARD_DEMOTED).increment(1);
+            }
+            continue;
+        }
         let offset = m.offset();
         let replay = offset < committed;
         let payload = m.payload().unwrap_or_default();
@@ -147,7 +163,33 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     if next > committed {
         link.commit(&[(topic, 0, next)])?;
     }
+    info!(
+        demoted = counts.demoted,
+        waiting = shard.pending(),
+        "pages taken out of the lists as the aggregator decided them duplicates"
+    );
     Ok(counts)
+}
+
+/// A record of the duplicate topic (which may be the unique topic too): a page this shard
+/// owns that the aggregator decided a duplicate leaves its lists. Whether one left them now.
+fn demote(shard: &mut Shard, m: &impl Message) -> Result<bool> {
+    let header = |name: &str| {
+        let h = m.headers()?;
+        (0..h.count())
+            .map(|i| h.get(i))
+            .find(|h| h.key == name)
+            .and_then(|h| std::str::from_utf8(h.value?).ok())
+    };
+    if header(HEADER_DECISION) != Some("duplicate") {
+        return Ok(false);
+    }
+    // a record of an earlier build carries no id: left where it is
+    let Some(id) = header(HEADER_ID) else {
+        return Ok(false);
+    };
+    let decision = crate::index::Decision::plain(crate::index::DecisionKind::Duplicate);
+    Ok(shard.decided(id, &decision)?)
 }
 
 /// The shard's index, empty: a RocksDB directory `shard-K-of-S` under the index directory

@@ -14,9 +14,9 @@
 //! pages it decided unique, and decides with the one decider's rule (the highest
 //! similarity, then the earliest page; for a page with too little text of its own, the
 //! earliest page it is one page with, by the first probe that finds one). The owner of a
-//! page decided other than unique can take it out of its lists ([`Shard::decided`]; the
-//! Kafka roles do not send the decisions back yet); until then it is one more vote the
-//! aggregator drops.
+//! page decided a duplicate takes it out of its lists when the decision reaches it
+//! ([`Shard::decided`]; the Kafka shard reads the duplicate topic for them); until then it
+//! is one more vote the aggregator drops.
 //!
 //! **Why the decisions are the one decider's.** A page's judgement and the set it is
 //! matched on depend on the page and on the software-text counts; every shard counts every
@@ -122,6 +122,10 @@ pub struct Shard {
     /// Every id read, by a 128-bit hash (two keyed hashes of it): a repeat is told apart
     /// without holding the pages of other shards.
     seen: FxHashSet<u128>,
+    /// Pages this shard owns that the aggregator decided duplicates before the shard read
+    /// them (a shard that starts again reads the decisions and the stream side by side):
+    /// each leaves the lists as soon as it is stored.
+    pending: FxHashSet<u128>,
 }
 
 /// A 128-bit hash of an id: two hashes of it under two keys (the chance that two of a
@@ -174,6 +178,7 @@ impl Shard {
             shards,
             cands: Vec::new(),
             seen: FxHashSet::default(),
+            pending: FxHashSet::default(),
         })
     }
 
@@ -279,6 +284,10 @@ impl Shard {
                     software,
                 },
             )?;
+            if self.pending.remove(&id_hash(page.id)) {
+                self.index
+                    .demote(page.id, Decision::plain(DecisionKind::Duplicate))?;
+            }
         } else {
             self.index.count_page_software(
                 page.url,
@@ -289,13 +298,28 @@ impl Shard {
         Ok(judged)
     }
 
-    /// The aggregator's decision of page `id`: a page this shard owns that was decided
-    /// other than unique leaves its lists (its record stays, with the decision).
-    pub fn decided(&mut self, id: &str, decision: &Decision) -> Result<(), IndexError> {
-        if decision.kind == DecisionKind::Duplicate && self.owns(id) {
-            self.index.demote(id, decision.clone())?;
+    /// The aggregator's decision of page `id`: a page this shard owns that was decided a
+    /// duplicate leaves its lists (its record stays, with the decision), now if the shard
+    /// holds it, else as soon as it stores it. Returns whether it left them now. A
+    /// duplicate is never a candidate of the one decider, so the decisions stay the one
+    /// decider's whenever this comes; what it saves is the shard's memory, its probes and
+    /// the votes the aggregator would drop.
+    pub fn decided(&mut self, id: &str, decision: &Decision) -> Result<bool, IndexError> {
+        if decision.kind != DecisionKind::Duplicate || !self.owns(id) {
+            return Ok(false);
         }
-        Ok(())
+        if self.index.demote(id, decision.clone())? {
+            return Ok(true);
+        }
+        if !self.seen.contains(&id_hash(id)) {
+            self.pending.insert(id_hash(id));
+        }
+        Ok(false)
+    }
+
+    /// How many decided duplicates this shard owns and has not read yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
     }
 
     /// Every page held that reaches τ with the page by the pair rule (the one decider's
@@ -654,5 +678,64 @@ mod tests {
         assert_eq!(follower.find_id("a").unwrap().unwrap().decision, dup);
         follower.list_candidates(&signed.sigs, &mut cands).unwrap();
         assert!(cands.is_empty(), "out of the follower's lists");
+    }
+
+    /// A decision that reaches the shard before the page it decides (a shard starting again
+    /// reads the decisions and the stream side by side) takes the page out of the lists as
+    /// soon as it is stored; a decision of a page another shard owns, or of a unique page,
+    /// changes nothing.
+    #[test]
+    fn a_decision_read_before_its_page_applies_when_the_page_comes() {
+        let p = IndexParams::default();
+        let signer = crate::signature::Signer::new(&p.signature).unwrap();
+        let text: String = (0..60)
+            .map(|i| format!("the word{i} of a story "))
+            .collect();
+        let signed = signer.sign(&format!("<p>{text}</p>"));
+        let mut shard = Shard::new(Index::memory(p).unwrap(), 0, 2).unwrap();
+        let mine = (0..)
+            .map(|i| format!("p{i}"))
+            .find(|id| shard.owns(id))
+            .unwrap();
+        let other = (0..)
+            .map(|i| format!("p{i}"))
+            .find(|id| !shard.owns(id))
+            .unwrap();
+        let dup = Decision::plain(DecisionKind::Duplicate);
+        assert!(!shard.decided(&mine, &dup).unwrap(), "not stored yet");
+        assert!(!shard.decided(&other, &dup).unwrap());
+        assert!(!shard
+            .decided(&mine, &Decision::plain(DecisionKind::Unique))
+            .unwrap());
+        assert_eq!(shard.pending(), 1, "only the page it owns waits");
+        let mut votes = Vec::new();
+        let page = PageRef {
+            id: &mine,
+            url: "https://a.test/",
+            first_seen: 0,
+        };
+        shard.read(0, page, &signed, &mut votes).unwrap();
+        assert_eq!(shard.pending(), 0);
+        let mut cands = Vec::new();
+        shard
+            .index
+            .list_candidates(&signed.sigs, &mut cands)
+            .unwrap();
+        assert!(cands.is_empty(), "out of the lists once stored");
+        assert_eq!(
+            shard.index.find_id(&mine).unwrap().unwrap().decision.kind,
+            DecisionKind::Duplicate
+        );
+        // the next copy gets no vote for it
+        let page = PageRef {
+            id: "copy",
+            url: "https://b.test/",
+            first_seen: 0,
+        };
+        shard.read(1, page, &signed, &mut votes).unwrap();
+        assert!(votes.is_empty(), "{votes:?}");
+        // a decision read again (at-least-once) changes nothing more
+        assert!(!shard.decided(&mine, &dup).unwrap());
+        assert_eq!(shard.pending(), 0);
     }
 }

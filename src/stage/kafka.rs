@@ -472,13 +472,8 @@ pub fn role_producer<C: rdkafka::producer::ProducerContext>(
         c.set("enable.gapless.guarantee", "true");
     }
     set_transactional(&mut c, transactional_id);
-    c.create_with_context(ctx).with_context(|| {
-        format!(
-            "cannot create the Kafka producer (brokers {}, properties: {})",
-            s.brokers,
-            describe(s)
-        )
-    })
+    c.create_with_context(ctx)
+        .with_context(|| producer_failed(s))
 }
 
 /// An admin client with the stage's brokers and client properties (security settings).
@@ -559,13 +554,17 @@ pub fn producer(
 ) -> Result<FutureProducer<StageContext>> {
     let mut c = producer_config(s);
     set_transactional(&mut c, transactional_id);
-    c.create_with_context(ctx).with_context(|| {
-        format!(
-            "cannot create the Kafka producer (brokers {}, properties: {})",
-            s.brokers,
-            describe(s)
-        )
-    })
+    c.create_with_context(ctx)
+        .with_context(|| producer_failed(s))
+}
+
+/// The error of a producer that cannot be created.
+fn producer_failed(s: &StageSettings) -> String {
+    format!(
+        "cannot create the Kafka producer (brokers {}, properties: {})",
+        s.brokers,
+        describe(s)
+    )
 }
 
 /// Makes a producer's configuration transactional under `transactional_id` (`None`: left as

@@ -619,16 +619,21 @@ mod tests {
         assert_eq!(a.repeated("p8"), None);
     }
 
+    /// A page of 60 sentences, signed with `p`'s settings.
+    fn story(p: &IndexParams) -> Signed {
+        let signer = crate::signature::Signer::new(&p.signature).unwrap();
+        let text: String = (0..60)
+            .map(|i| format!("the word{i} of a story "))
+            .collect();
+        signer.sign(&format!("<p>{text}</p>"))
+    }
+
     /// A page decided a duplicate after its shard stored it leaves the lists and keeps its
     /// record with the decision and its signatures; a follower of the journal does the same.
     #[test]
     fn a_demoted_page_leaves_the_lists_here_and_in_a_follower() {
         let p = IndexParams::default();
-        let signer = crate::signature::Signer::new(&p.signature).unwrap();
-        let text: String = (0..60)
-            .map(|i| format!("the word{i} of a story "))
-            .collect();
-        let signed = signer.sign(&format!("<p>{text}</p>"));
+        let signed = story(&p);
         let mut shard = Shard::new(Index::memory(p.clone()).unwrap(), 0, 1).unwrap();
         shard.index.set_journal(true);
         let page = PageRef {
@@ -687,11 +692,7 @@ mod tests {
     #[test]
     fn a_decision_read_before_its_page_applies_when_the_page_comes() {
         let p = IndexParams::default();
-        let signer = crate::signature::Signer::new(&p.signature).unwrap();
-        let text: String = (0..60)
-            .map(|i| format!("the word{i} of a story "))
-            .collect();
-        let signed = signer.sign(&format!("<p>{text}</p>"));
+        let signed = story(&p);
         let mut shard = Shard::new(Index::memory(p).unwrap(), 0, 2).unwrap();
         let mine = (0..)
             .map(|i| format!("p{i}"))

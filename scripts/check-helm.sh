@@ -106,8 +106,8 @@ for g in "${guarantees[@]}"; do
   if ! render "$out" "$CHART" "${args[@]}" 2>"$WORK/$name.err"; then
     if [ "$g" = at-least-once ] && grep -qF 'kafka.guarantee does not match: "exactly-once"' "$WORK/$name.err" &&
       render "$WORK/$name.own.yaml" "$CHART" "${args[@]:0:${#args[@]}-2}" 2>/dev/null; then
-      # the schema refuses a standby decider without exactly-once (helm/ci/invalid checks it)
-      echo "skipped: $name (a standby decider needs exactly-once)"
+      # the schema refuses a standby without exactly-once (helm/ci/invalid checks it)
+      echo "skipped: $name (a standby needs exactly-once)"
       nskipped=$((nskipped + 1))
       skipped+=("$name")
       continue

@@ -410,7 +410,8 @@ def check_roles(stages):
     deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
     shards = [(n, s) for k, n, s in stages if s.get("role") == "shard"]
     aggregators = [(n, s) for k, n, s in stages if s.get("role") == "aggregator"]
-    if len(sets) > 1:
+    shard_sets = [n for k, n, s in stages if k == "StatefulSet" and s.get("role") == "shard"]
+    if len(sets) > 1 and len(sets) != len(shard_sets):
         raise DriftError(f"{len(sets)} StatefulSets: one index is held by one StatefulSet")
     if shards or aggregators:
         check_sharded(signers, deciders, shards, aggregators)
@@ -449,10 +450,21 @@ def check_sharded(signers, deciders, shards, aggregators):
     one shard count, each role in a group of its own."""
     if deciders:
         raise DriftError(f"a decider ({deciders[0][0]}) beside shards: one or the other")
-    if len(shards) != 1 or len(aggregators) != 1 or not signers:
+    if len(shards) not in (1, 2) or len(aggregators) != 1 or not signers:
         raise DriftError(f"{len(signers)} signer, {len(shards)} shard and {len(aggregators)} "
                          "aggregator workload(s): a sharded decider needs signers, one shard "
-                         "StatefulSet and one aggregator")
+                         "StatefulSet (two with a standby of every shard) and one aggregator")
+    if len(shards) == 2:
+        # a shard StatefulSet and its standbys: pod K of each is a process of shard K
+        (hn, h), (on, o) = shards
+        if not (h.get("standby") and o.get("standby")):
+            raise DriftError(f"StatefulSet/{hn} and StatefulSet/{on} both run shards without "
+                             "standby: two processes of a shard would both write its votes")
+        # (each process has a scratch directory of its own)
+        other = sorted(k for k in set(h) | set(o) if h.get(k) != o.get(k) and k != "index")
+        if other:
+            raise DriftError(f"StatefulSet/{hn} and its standbys StatefulSet/{on} run other "
+                             f"settings: {', '.join(other)}")
     (hn, h), (an, a) = shards[0], aggregators[0]
     for key in ("signed_topic", "votes_topic", "shards", "brokers", "dead_letter_topic",
                 "unique_topic", "duplicate_topic", "guarantee"):

@@ -519,10 +519,12 @@ pub struct StageOptions {
     /// Logs: auto (JSON unless on a terminal), json or text [default: auto]
     #[arg(long, env = "NEARDUP_LOG_FORMAT")]
     pub log_format: Option<LogFormat>,
-    /// A decider with a standby: two decider processes of one index, each with its own
-    /// index directory; the one the signed topic is assigned to decides, the other follows
-    /// the changelog into its index and takes over when the first is gone (needs exactly-once
-    /// and a changelog; the group session is 10 s unless set)
+    /// A standby (needs exactly-once; the group session is 10 s unless set). A decider: two
+    /// decider processes of one index, each with its own index directory; the one the signed
+    /// topic is assigned to decides, the other follows the changelog into its index and
+    /// takes over when the first is gone (needs a changelog). A shard or the aggregator: two
+    /// processes of the role read its topics; the one holding the lease writes, the other
+    /// reads up to the committed offset and takes over when the first is gone
     #[arg(long, env = "NEARDUP_STANDBY", num_args = 0..=1, default_missing_value = "true")]
     pub standby: Option<bool>,
     /// A decider split by owned pages: how many shards (every shard and the aggregator

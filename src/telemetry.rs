@@ -181,7 +181,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     (
         STANDBY,
         "gauge",
-        "1 while a standby decider follows the changelog, 0 while it decides.",
+        "1 while a process with a standby follows (a decider the changelog, a shard or the aggregator its topics), 0 while it writes.",
     ),
     (
         TAKEOVER_SECONDS,
@@ -258,6 +258,9 @@ pub struct Health {
     pub restoring: std::sync::Mutex<Option<String>>,
     /// A standby decider following the changelog (ready with no partitions assigned).
     pub following: AtomicBool,
+    /// A standby of a shard or the aggregator, reading its topics up to its group's
+    /// committed offset (ready, writing nothing).
+    pub following_topics: AtomicBool,
     /// Records waiting on the assigned partitions, as the client last reported (its
     /// statistics, every 5 s).
     pub lag: std::sync::atomic::AtomicI64,
@@ -388,6 +391,8 @@ impl Health {
             "ready to serve; kafka: brokers unreachable"
         } else if self.following.load(Ordering::Relaxed) {
             "ready: standby, following the changelog"
+        } else if self.following_topics.load(Ordering::Relaxed) {
+            "ready: standby, following the signed topic"
         } else if self.assigned.load(Ordering::Relaxed) == 0 {
             "ready to serve; kafka: no partitions assigned"
         } else {

@@ -391,3 +391,167 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
         "no kill left an aborted transaction ({all} records)"
     );
 }
+
+/// A standby of each shard and of the aggregator (`--standby`, exactly-once): two processes
+/// of each role, while pages arrive. The writing process of shard 0 is killed (SIGKILL),
+/// then the aggregator's, then the writing process of shard 1 is paused (SIGSTOP) and
+/// resumed: each time the other process of the role takes over, and the resumed one stops
+/// (fenced, or its lease gone). A process that exits or is killed is started again, as its
+/// pod would be. A read_committed consumer sees every input answered once, and the
+/// decisions are those of `neardup dedup` over the signed topic's order.
+#[test]
+fn a_standby_of_each_shard_and_of_the_aggregator_takes_over_a_killed_or_paused_one() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shards = SHARDS.to_string();
+    let mut starts = 0usize;
+    // process `copy` (0 or 1) of role `what` (1..=SHARDS the shards, then the aggregator)
+    let mut start_copy = |what: usize, copy: usize| -> Stage {
+        starts += 1;
+        let shard = (what - 1).to_string();
+        let (name, mut args): (String, Vec<&str>) = if what <= SHARDS {
+            (
+                format!("shard-{}-{copy}", what - 1),
+                vec!["--role", "shard", "--shards", &shards, "--shard", &shard],
+            )
+        } else {
+            (
+                format!("aggregator-{copy}"),
+                vec!["--role", "aggregator", "--shards", &shards],
+            )
+        };
+        args.extend(["--guarantee", "exactly-once", "--standby"]);
+        Stage::start(
+            &b,
+            &d.join(format!("{name}-index")),
+            &d.join(format!("{name}-{starts}.log")),
+            &args,
+        )
+    };
+    let mut roles: Vec<[Stage; 2]> = (1..ROLES)
+        .map(|w| [start_copy(w, 0), start_copy(w, 1)])
+        .collect();
+    let mut signer = start(&b, d, 0, 0, &["--guarantee", "exactly-once"]);
+    let (records, _) = inputs(0, env_or("NEARDUP_STANDBY_STORIES", 1000));
+    let ids = ids(&records);
+    // 25 records a second while the take-overs last, the rest at once after them
+    let pacing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let feed = {
+        let (addr, records, pacing) = (b.addr(), records.clone(), pacing.clone());
+        std::thread::spawn(move || {
+            let p = producer(&addr);
+            for chunk in records.chunks(5) {
+                send_all(&p, "pages", chunk);
+                if pacing.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        })
+    };
+    let standby_gauge = |s: &Stage| -> Option<f64> {
+        let (_, body) = s.get("/metrics")?;
+        body.lines()
+            .find_map(|l| l.strip_prefix("neardup_standby ")?.trim().parse().ok())
+    };
+    let progress = |s: &Stage| {
+        s.metric("neardup_records_in_total", "") + s.metric("neardup_records_out_total", "")
+    };
+    // the process of a role that writes: its standby gauge is 0 and it has written
+    let writing = |pair: &[Stage; 2]| -> Option<usize> {
+        (0..2).find(|&i| standby_gauge(&pair[i]) == Some(0.0) && progress(&pair[i]) > 0.0)
+    };
+    let restart_exited = |roles: &mut Vec<[Stage; 2]>,
+                          start: &mut dyn FnMut(usize, usize) -> Stage| {
+        for (r, pair) in roles.iter_mut().enumerate() {
+            for (i, p) in pair.iter_mut().enumerate() {
+                if let Some(st) = p.child.try_wait().unwrap() {
+                    eprintln!("role {} copy {i} exited ({st}); starting it again", r + 1);
+                    *p = start(r + 1, i);
+                }
+            }
+        }
+    };
+    let mut takeovers = Vec::new();
+    for (role, how) in [(1, "KILL"), (AGGREGATOR, "KILL"), (2, "STOP")] {
+        let r = role - 1;
+        let mut active = None;
+        wait_until(Duration::from_secs(180), "the role writes", || {
+            restart_exited(&mut roles, &mut start_copy);
+            active = writing(&roles[r]);
+            active.is_some()
+        });
+        let a = active.unwrap();
+        let other = 1 - a;
+        wait_until(
+            Duration::from_secs(180),
+            "the other process follows",
+            || {
+                restart_exited(&mut roles, &mut start_copy);
+                roles[r][other]
+                    .get("/readyz")
+                    .is_some_and(|(code, body)| code == 200 && body.contains("standby"))
+            },
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let before = progress(&roles[r][other]);
+        let t = std::time::Instant::now();
+        roles[r][a].signal(how);
+        wait_until(Duration::from_secs(120), "the standby takes over", || {
+            standby_gauge(&roles[r][other]) == Some(0.0) && progress(&roles[r][other]) > before
+        });
+        let took = t.elapsed().as_secs_f64();
+        let mut own = 0.0;
+        wait_until(Duration::from_secs(10), "the take-over's time", || {
+            own = roles[r][other].metric("neardup_standby_takeover_seconds", "");
+            own > 0.0
+        });
+        eprintln!(
+            "SIG{how} of role {role} copy {a}: copy {other} writes {took:.1} s later (its take-over: {own:.2} s)"
+        );
+        takeovers.push(took);
+        if how == "KILL" {
+            assert_eq!(roles[r][a].wait(Duration::from_secs(10)), None);
+        } else {
+            // resumed, the paused process stops and writes nothing more (the exactly-once
+            // check below sees no repeat): fenced when it writes, or its lease gone
+            roles[r][a].signal("CONT");
+            let code = roles[r][a].wait(Duration::from_secs(120));
+            let log = std::fs::read_to_string(&roles[r][a].log).unwrap();
+            let fenced = code.is_some_and(|c| c != 0) && log.contains("fenced");
+            let lost = code == Some(0) && log.contains("the lease went to the other");
+            assert!(
+                fenced || lost,
+                "the resumed process stops ({code:?}); log:\n{log}"
+            );
+        }
+        roles[r][a] = start_copy(role, a);
+    }
+    pacing.store(false, std::sync::atomic::Ordering::Relaxed);
+    feed.join().unwrap();
+    wait_until(Duration::from_secs(600), "every input answered", || {
+        restart_exited(&mut roles, &mut start_copy);
+        b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60)).len() >= records.len()
+    });
+    let (outs, ids) = stop_and_check_exactly_once(
+        &b,
+        roles.iter_mut().flatten().chain([&mut signer]),
+        &OUTPUTS,
+        ids,
+    );
+    assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
+    let signed_order = signed_order(&b, &records);
+    assert_eq!(decisions(&outs), file_mode(&signed_order, d));
+    let votes = b.read(&[VOTES], usize::MAX, Duration::from_secs(120)).len();
+    assert_eq!(
+        votes,
+        SHARDS * signed_order.len(),
+        "each shard voted once a page"
+    );
+    eprintln!(
+        "take-overs: shard 0 after SIGKILL {:.1} s, the aggregator after SIGKILL {:.1} s, shard 1 after SIGSTOP {:.1} s",
+        takeovers[0], takeovers[1], takeovers[2]
+    );
+}

@@ -21,6 +21,7 @@ use tracing::info;
 
 use super::decide::{max_output_bytes, tagged_headers, tagged_payload};
 use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
+use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
@@ -50,6 +51,8 @@ pub(super) struct AggregateCounts {
     pub(super) skipped: u64,
     pub(super) dead_letter: u64,
     pub(super) repeated: u64,
+    /// Stopped because the lease went to the other process (a standby took over).
+    pub(super) lost_lease: bool,
 }
 
 /// A signed record waiting for its votes.
@@ -81,11 +84,12 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     for (t, p) in &parts {
         link.check_kept_whole(t, *p)?;
     }
-    let committed = link.committed(&parts[..1])?[0];
+    let mut committed = link.committed(&parts[..1])?[0];
     link.assign_from_start(&parts)?;
     info!(
         shards = s.shards,
         committed,
+        standby = s.standby,
         "reading the signed topic and the votes from their start; deciding again without \
          writing up to the committed offset"
     );
@@ -117,13 +121,34 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     };
     let mut next = 0i64;
     let mut ready = committed == 0;
+    let mut turn = Turn::new(s);
     let started = Instant::now();
     while !s.shutdown.requested() {
+        // read up to the committed offset: decided again to it, or the next signed record
+        // held is past it
+        let caught_up = next >= committed
+            || q.signed.front().is_some_and(|h| h.offset >= committed)
+            || (q.signed.is_empty() && link.position(signed_t, 0) >= committed);
+        let step = turn.step(s, &mut link, &parts, caught_up, &mut committed, health)?;
+        if step == Step::Lost {
+            info!(
+                "the lease went to the other aggregator: stopping, writing and committing \
+                nothing more (a restart follows it)"
+            );
+            a.counts.lost_lease = true;
+            return Ok(a.counts);
+        }
+        // a follower decides again up to the committed offset only
+        let limit = if step == Step::Write {
+            i64::MAX
+        } else {
+            committed
+        };
         if let Some(m) = link.poll() {
             q.take(&m, s)?;
         }
         // every signed record whose votes are all in, in order
-        while let Some(joined) = q.join()? {
+        while let Some(joined) = q.join(limit)? {
             let (held, votes) = joined;
             let offset = held.offset;
             let write = offset >= committed;
@@ -153,14 +178,15 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             );
         }
         q.flow(&link, s)?;
-        if link.due() {
+        if turn.writing() && link.due() {
             // (while deciding again, the committed offset again: it never goes back)
             link.commit(&q.offsets(signed_t, votes_t, next.max(committed)))?;
         }
     }
     health.draining.store(true, Ordering::Relaxed);
     health.publish();
-    if next > committed {
+    // never by a follower
+    if turn.writing() && next > committed {
         link.commit(&q.offsets(signed_t, votes_t, next))?;
     }
     Ok(a.counts)
@@ -203,11 +229,11 @@ impl Queues {
         Ok(())
     }
 
-    /// The first signed record and every shard's votes for it, once all are in. A votes
-    /// record for an offset already joined (written again by a shard that restarted under
-    /// at-least-once) is dropped.
-    fn join(&mut self) -> Result<Option<(Held, Vec<VotesRecord>)>> {
-        let Some(front) = self.signed.front() else {
+    /// The first signed record and every shard's votes for it, once all are in and its
+    /// offset is below `limit`. A votes record for an offset already joined (written again
+    /// by a shard that restarted under at-least-once) is dropped.
+    fn join(&mut self, limit: i64) -> Result<Option<(Held, Vec<VotesRecord>)>> {
+        let Some(front) = self.signed.front().filter(|f| f.offset < limit) else {
             return Ok(None);
         };
         let offset = front.offset;

@@ -356,7 +356,7 @@ pub fn consumer(
         })
 }
 
-fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig {
+pub(super) fn consumer_config(s: &StageSettings, instance_id: Option<&str>) -> ClientConfig {
     let mut c = base_config(s);
     let fetch_bytes = (s.max_record_bytes as u64 + (1 << 20)).min(1 << 30);
     let user_max = s
@@ -466,6 +466,8 @@ pub fn role_producer<C: rdkafka::producer::ProducerContext>(
     transactional_id: Option<&str>,
 ) -> Result<rdkafka::producer::BaseProducer<C>> {
     let mut c = producer_config(s);
+    // its context keeps no statistics (the consumer's report the lag)
+    c.set("statistics.interval.ms", "0");
     if transactional_id.is_none() {
         // a record that fails for good stops the producer before the records after it land:
         // a gap in a votes partition would leave the aggregator without a shard's votes

@@ -81,13 +81,7 @@ impl Link {
             Deliveries::default(),
             exactly_once.then_some(s.group_id.as_str()),
         )?;
-        if exactly_once {
-            // fences an earlier process of this role: what it left open is aborted
-            let what = "starting the transactions";
-            retrying(what, &s.group_id, || producer.init_transactions(CALL))
-                .map_err(|e| fault(what, e))?;
-        }
-        Ok(Link {
+        let mut link = Link {
             consumer,
             producer,
             exactly_once,
@@ -100,7 +94,25 @@ impl Link {
             } else {
                 Duration::from_secs(1)
             },
-        })
+        };
+        if !s.standby {
+            link.take_over()?;
+        }
+        Ok(link)
+    }
+
+    /// Makes this process the one that writes: under exactly-once it starts its
+    /// transactions, which fences an earlier process of this role (a standby's other
+    /// process, or this one before a restart) and aborts what that one left open. A
+    /// process with a standby calls it once it holds the lease, and reads its group's
+    /// committed offsets after it.
+    pub(super) fn take_over(&mut self) -> Result<()> {
+        if self.exactly_once {
+            let what = "starting the transactions";
+            let p = &self.producer;
+            retrying(what, &self.id, || p.init_transactions(CALL)).map_err(|e| fault(what, e))?;
+        }
+        Ok(())
     }
 
     /// The partitions of `topic`, as the brokers say (an error when it does not exist).

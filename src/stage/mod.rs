@@ -47,6 +47,7 @@ mod decide;
 mod finish;
 mod flow;
 pub mod kafka;
+mod lease;
 mod link;
 mod membership;
 mod open;
@@ -295,6 +296,9 @@ fn sharded_role(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Re
         shard::run(s, health).map(|c| {
             summary.records = c.records;
             summary.produced = c.records;
+            if c.lost_lease {
+                summary.stopped_by = "lease".into();
+            }
         })
     } else {
         aggregate::run(s, health).map(|c| {
@@ -305,6 +309,9 @@ fn sharded_role(s: &StageSettings, health: &Arc<Health>, started: Instant) -> Re
             summary.dead_letter = c.dead_letter;
             summary.repeated = c.repeated;
             summary.produced = c.records;
+            if c.lost_lease {
+                summary.stopped_by = "lease".into();
+            }
         })
     };
     if let Err(e) = outcome {

@@ -569,17 +569,17 @@ impl StageSettings {
         // a replay decides in one process whatever the shared file says of a standby
         let standby = stage.standby.unwrap_or(false) && mode != Mode::Replay;
         if standby {
-            let why = if role != Role::Decider {
+            let why = if !matches!(role, Role::Decider | Role::Shard | Role::Aggregator) {
                 Some(
-                    "is for --role decider (a signer keeps no index; a single process reads \
-                      partitions two processes would share)",
+                    "is for --role decider, shard or aggregator (a signer keeps no state; a \
+                      single process reads partitions two processes would share)",
                 )
             } else if guarantee != Guarantee::ExactlyOnce {
                 Some(
-                    "needs --guarantee exactly-once: the standby fences the decider it takes \
+                    "needs --guarantee exactly-once: the standby fences the process it takes \
                       over from, with their shared transactional id",
                 )
-            } else if changelog_topic.is_none() {
+            } else if role == Role::Decider && changelog_topic.is_none() {
                 Some("needs the changelog, which the standby follows")
             } else {
                 None
@@ -910,6 +910,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("is for --role decider"), "{e}");
+        // a shard or the aggregator with a standby: exactly-once, no changelog
+        for role in [Role::Shard, Role::Aggregator] {
+            let opts = || StageOptions {
+                role: Some(role),
+                standby: Some(true),
+                shards: Some(2),
+                shard: Some(1),
+                ..Default::default()
+            };
+            let s = resolve(eos(), opts(), Default::default()).unwrap();
+            assert!(s.standby && s.changelog_topic.is_none());
+            let e = resolve(Default::default(), opts(), Default::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("needs --guarantee exactly-once"), "{e}");
+        }
         let off = KafkaOptions {
             changelog_topic: Some("off".into()),
             ..eos()

@@ -13,11 +13,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use rdkafka::message::{Headers, Message};
+use anyhow::{bail, Context, Result};
+use rdkafka::message::{Headers, Message, OwnedMessage};
 use tracing::info;
 
 use super::flow::{HEADER_DECISION, HEADER_ID};
+use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
 use crate::dedup::sharded::{Shard, Vote};
@@ -34,9 +35,12 @@ pub(super) struct ShardCounts {
     pub(super) replayed: u64,
     /// Pages taken out of the lists as the aggregator decided them duplicates.
     pub(super) demoted: u64,
+    /// Stopped because the lease went to the other process (a standby took over).
+    pub(super) lost_lease: bool,
 }
 
-/// Runs shard `s.shard` of `s.shards` until a stop.
+/// Runs shard `s.shard` of `s.shards` until a stop (or, with a standby, until the lease
+/// goes to the other process).
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts> {
     let index = open_scratch(s)?;
     let mut shard = Shard::new(index, s.shard, s.shards)?;
@@ -44,7 +48,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     link.check_topics(s)?;
     let topic = s.signed_topic.as_str();
     link.check_kept_whole(topic, 0)?;
-    let committed = link.committed(&[(topic, 0)])?[0];
+    let mut committed = link.committed(&[(topic, 0)])?[0];
     // the aggregator's decisions, read from their start beside the signed topic: the
     // duplicates this shard owns leave its lists (they may be gone from a topic with a
     // retention window: the pages they name then stay, which costs memory, not decisions)
@@ -56,6 +60,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         shard = s.shard,
         shards = s.shards,
         committed,
+        standby = s.standby,
         "reading the signed topic from its start; replaying up to the committed offset"
     );
     // ready once the state of the last commit is back
@@ -72,29 +77,60 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         health.publish();
     }
 
-    let want = signature_id(&s.params.signature);
-    let fp_words = (s.params.signature.fingerprint_bits / 64) as usize;
+    let mut r = Reader {
+        want: signature_id(&s.params.signature),
+        fp_words: (s.params.signature.fingerprint_bits / 64) as usize,
+        votes: Vec::new(),
+        counts: ShardCounts::default(),
+    };
     let partition = s.shard as i32;
-    let mut votes: Vec<Vote> = Vec::new();
-    let mut counts = ShardCounts::default();
+    let mut turn = Turn::new(s);
+    // following: the first signed record at or past the committed offset, held (its
+    // partition paused) until the offset moves past it or this process takes over
+    let mut held: Option<OwnedMessage> = None;
     let mut next = 0i64;
     let mut ready = committed == 0;
     let started = Instant::now();
     while !s.shutdown.requested() {
-        if !ready && link.position(topic, 0) >= committed {
+        let caught_up = held.is_some() || link.position(topic, 0) >= committed;
+        if !ready && caught_up {
             ready = true;
             set_restoring(health, None);
             health.index_open.store(true, Ordering::Relaxed);
             health.publish();
             info!(
-                replayed = counts.replayed,
+                replayed = r.counts.replayed,
                 seconds = started.elapsed().as_secs_f64(),
                 pages = shard.index().pages(),
-                "replayed the signed topic up to the committed offset: deciding"
+                "replayed the signed topic up to the committed offset"
             );
         }
+        let step = turn.step(s, &mut link, &parts, caught_up, &mut committed, health)?;
+        if step == Step::Lost {
+            info!(
+                "the lease went to the other process of this shard: stopping, writing and \
+                committing nothing more (a restart follows it)"
+            );
+            r.counts.lost_lease = true;
+            return Ok(r.counts);
+        }
+        if let Some(m) = held.take() {
+            if step == Step::Write || m.offset() < committed {
+                link.pause(topic, 0, false)?;
+                if let Some(out) = r.signed(&mut shard, &m, committed)? {
+                    send(s, &mut link, partition, &r.votes, out)?;
+                    r.counts.records += 1;
+                    metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone())
+                        .increment(1);
+                    health.progressed();
+                }
+                next = m.offset() + 1;
+            } else {
+                held = Some(m);
+            }
+        }
         let Some(m) = link.poll() else {
-            if link.due() {
+            if turn.writing() && link.due() {
                 // (while replaying, the committed offset again: it never goes back)
                 link.commit(&[(topic, 0, next.max(committed))])?;
             }
@@ -102,16 +138,80 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         };
         if m.topic() != topic {
             if demote(&mut shard, &m)? {
-                counts.demoted += 1;
+                r.counts.demoted += 1;
                 metrics::counter!(tm::SHARD_DEMOTED).increment(1);
             }
             continue;
         }
+        if held.is_some() {
+            bail!(
+                "the signed topic's offset {} was read while offset {} waits, its partition \
+                 paused",
+                m.offset(),
+                held.as_ref().map_or(0, |h| h.offset())
+            );
+        }
+        if step == Step::Follow && m.offset() >= committed {
+            held = Some(m.detach());
+            link.pause(topic, 0, true)?;
+            continue;
+        }
+        next = m.offset() + 1;
+        let Some(out) = r.signed(&mut shard, &m, committed)? else {
+            continue;
+        };
+        send(s, &mut link, partition, &r.votes, out)?;
+        r.counts.records += 1;
+        metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
+        health.progressed();
+        if link.due() {
+            link.commit(&[(topic, 0, next)])?;
+            metrics::gauge!(tm::INDEX_PAGES).set(shard.index().pages() as f64);
+        }
+    }
+    health.draining.store(true, Ordering::Relaxed);
+    health.publish();
+    // not while replaying: the group's offset would go back; and never by a follower
+    if turn.writing() && next > committed {
+        link.commit(&[(topic, 0, next)])?;
+    }
+    info!(
+        demoted = r.counts.demoted,
+        waiting = shard.pending(),
+        "pages taken out of the lists as the aggregator decided them duplicates"
+    );
+    Ok(r.counts)
+}
+
+/// What a shard keeps between signed records.
+struct Reader {
+    want: String,
+    fp_words: usize,
+    votes: Vec<Vote>,
+    counts: ShardCounts,
+}
+
+/// A signed record to answer with a votes record: its offset, id and judgement.
+struct Answer {
+    offset: i64,
+    id: String,
+    judged: Option<crate::dedup::sharded::Judged>,
+}
+
+impl Reader {
+    /// Reads a signed record: replayed (below the committed offset, `None`) or judged, its
+    /// votes in `self.votes`.
+    fn signed(
+        &mut self,
+        shard: &mut Shard,
+        m: &impl Message,
+        committed: i64,
+    ) -> Result<Option<Answer>> {
         let offset = m.offset();
         let replay = offset < committed;
         let payload = m.payload().unwrap_or_default();
-        votes.clear();
-        let (judged, id) = match SignedRecord::decode(payload, &want, fp_words) {
+        self.votes.clear();
+        let (judged, id) = match SignedRecord::decode(payload, &self.want, self.fp_words) {
             // the aggregator reads the same record and writes its dead letter
             Err(_) => (None, String::new()),
             Ok((page, signed, _, _)) => {
@@ -128,47 +228,38 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
                 let judged = if replay {
                     shard.replay(pos, p, &signed)?
                 } else {
-                    shard.read(pos, p, &signed, &mut votes)?
+                    shard.read(pos, p, &signed, &mut self.votes)?
                 };
                 (Some(judged), page.doc_id)
             }
         };
-        next = offset + 1;
         if replay {
-            counts.replayed += 1;
-            continue;
+            self.counts.replayed += 1;
+            return Ok(None);
         }
-        let rec = VotesRecord::new(s.shard, s.shards, offset, &id, judged, &votes);
-        link.send(
-            &s.votes_topic,
-            Some(partition),
-            Some(id.as_bytes()),
-            &serde_json::to_vec(&rec)?,
-            &[(
-                super::flow::HEADER_SCHEMA,
-                crate::record::votes::VOTES_SCHEMA.into(),
-            )],
-        )?;
-        counts.records += 1;
-        metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
-        health.progressed();
-        if link.due() {
-            link.commit(&[(topic, 0, next)])?;
-            metrics::gauge!(tm::INDEX_PAGES).set(shard.index().pages() as f64);
-        }
+        Ok(Some(Answer { offset, id, judged }))
     }
-    health.draining.store(true, Ordering::Relaxed);
-    health.publish();
-    // not while replaying: the group's offset would go back
-    if next > committed {
-        link.commit(&[(topic, 0, next)])?;
-    }
-    info!(
-        demoted = counts.demoted,
-        waiting = shard.pending(),
-        "pages taken out of the lists as the aggregator decided them duplicates"
-    );
-    Ok(counts)
+}
+
+/// Writes the votes record of a signed record to this shard's partition.
+fn send(
+    s: &StageSettings,
+    link: &mut Link,
+    partition: i32,
+    votes: &[Vote],
+    a: Answer,
+) -> Result<()> {
+    let rec = VotesRecord::new(s.shard, s.shards, a.offset, &a.id, a.judged, votes);
+    link.send(
+        &s.votes_topic,
+        Some(partition),
+        Some(a.id.as_bytes()),
+        &serde_json::to_vec(&rec)?,
+        &[(
+            super::flow::HEADER_SCHEMA,
+            crate::record::votes::VOTES_SCHEMA.into(),
+        )],
+    )
 }
 
 /// A record of the duplicate topic (which may be the unique topic too): a page this shard

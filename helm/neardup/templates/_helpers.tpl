@@ -78,6 +78,13 @@ HorizontalPodAutoscaler (scale-out).
 {{ include "neardup.selectorLabels" . }}
 app.kubernetes.io/component: shard
 {{- end -}}
+{{- define "neardup.shardStandbyName" -}}
+{{- printf "%s-shard-standby" (include "neardup.fullname" . | trunc 38 | trimSuffix "-") -}}
+{{- end -}}
+{{- define "neardup.shardStandbySelectorLabels" -}}
+{{ include "neardup.selectorLabels" . }}
+app.kubernetes.io/component: shard-standby
+{{- end -}}
 {{- define "neardup.aggregatorSelectorLabels" -}}
 {{ include "neardup.selectorLabels" . }}
 app.kubernetes.io/component: aggregator
@@ -257,7 +264,7 @@ index = {{ include "neardup.indexDir" . | toJson }}
 {{- if $sharded }}
 shards = {{ int .Values.scaleOut.shards }}
 {{- end }}
-{{- if and (eq $role "decider") .Values.scaleOut.decider.standby }}
+{{- if or (and (eq $role "decider") .Values.scaleOut.decider.standby) (and (eq $role "shard") .Values.scaleOut.shard.standby) (and (eq $role "aggregator") .Values.scaleOut.aggregator.standby) }}
 standby = true
 {{- end }}
 listen = {{ printf "0.0.0.0:%d" (int .Values.containerPort) | toJson }}

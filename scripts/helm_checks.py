@@ -410,8 +410,7 @@ def check_roles(stages):
     deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
     shards = [(n, s) for k, n, s in stages if s.get("role") == "shard"]
     aggregators = [(n, s) for k, n, s in stages if s.get("role") == "aggregator"]
-    shard_sets = [n for k, n, s in stages if k == "StatefulSet" and s.get("role") == "shard"]
-    if len(sets) > 1 and len(sets) != len(shard_sets):
+    if len(sets) > 1:
         raise DriftError(f"{len(sets)} StatefulSets: one index is held by one StatefulSet")
     if shards or aggregators:
         check_sharded(signers, deciders, shards, aggregators)
@@ -450,21 +449,10 @@ def check_sharded(signers, deciders, shards, aggregators):
     one shard count, each role in a group of its own."""
     if deciders:
         raise DriftError(f"a decider ({deciders[0][0]}) beside shards: one or the other")
-    if len(shards) not in (1, 2) or len(aggregators) != 1 or not signers:
+    if len(shards) != 1 or len(aggregators) != 1 or not signers:
         raise DriftError(f"{len(signers)} signer, {len(shards)} shard and {len(aggregators)} "
                          "aggregator workload(s): a sharded decider needs signers, one shard "
-                         "StatefulSet (two with a standby of every shard) and one aggregator")
-    if len(shards) == 2:
-        # a shard StatefulSet and its standbys: pod K of each is a process of shard K
-        (hn, h), (on, o) = shards
-        if not (h.get("standby") and o.get("standby")):
-            raise DriftError(f"StatefulSet/{hn} and StatefulSet/{on} both run shards without "
-                             "standby: two processes of a shard would both write its votes")
-        # (each process has a scratch directory of its own)
-        other = sorted(k for k in set(h) | set(o) if h.get(k) != o.get(k) and k != "index")
-        if other:
-            raise DriftError(f"StatefulSet/{hn} and its standbys StatefulSet/{on} run other "
-                             f"settings: {', '.join(other)}")
+                         "StatefulSet and one aggregator")
     (hn, h), (an, a) = shards[0], aggregators[0]
     for key in ("signed_topic", "votes_topic", "shards", "brokers", "dead_letter_topic",
                 "unique_topic", "duplicate_topic", "guarantee"):
@@ -483,9 +471,21 @@ def check_sharded(signers, deciders, shards, aggregators):
         if (s.get("params") or {}).get("signature") != (h.get("params") or {}).get("signature"):
             raise DriftError(f"Deployment/{sn} and StatefulSet/{hn} have other signature "
                              "settings: the shards would refuse the signed pages")
+    # a standby is a second process of the role: two pods of each shard (K and K + S) and
+    # two of the aggregator, never two processes of a role without one
+    want = (h.get("shards") or 0) * (2 if h.get("standby") else 1)
+    if h.get("_replicas") != want:
+        raise DriftError(f"StatefulSet/{hn}: {h.get('_replicas')} pods for {h.get('shards')} "
+                         f"shards {'with' if h.get('standby') else 'without'} standby "
+                         f"(needs {want})")
+    want = 2 if a.get("standby") else 1
+    if a.get("_replicas") != want:
+        raise DriftError(f"Deployment/{an}: {a.get('_replicas')} aggregator pods "
+                         f"{'with' if a.get('standby') else 'without'} standby (needs {want})")
     print(f"drift ok: roles: {len(signers)} signer workload(s) write {h.get('signed_topic')}, "
-          f"{h.get('shards')} shards (StatefulSet/{hn}) vote to {h.get('votes_topic')}, "
-          f"Deployment/{an} decides (group {a.get('group_id')})")
+          f"{h.get('shards')} shards (StatefulSet/{hn}, {h.get('_replicas')} pods) vote to "
+          f"{h.get('votes_topic')}, Deployment/{an} decides (group {a.get('group_id')}, "
+          f"{a.get('_replicas')} pods)")
 
 
 def binary_defaults(bin_path):
@@ -540,7 +540,7 @@ def cmd_drift(a):
                 if kind == "Job" and sub == "replay" and s.get("group_id") in stage_groups:
                     raise DriftError(f"Job/{name}: the replay uses the stage's consumer group {s['group_id']}")
                 if kind != "Job":
-                    stages.append((kind, name, s))
+                    stages.append((kind, name, dict(s, _replicas=w["spec"].get("replicas"))))
                 where = f"index {index} on its volume" if index else "no index"
                 role = f"role {s['role']}, " if s.get("role") else ""
                 if sub == "topics":

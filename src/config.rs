@@ -532,7 +532,8 @@ pub struct StageOptions {
     #[arg(long, env = "NEARDUP_SHARDS")]
     pub shards: Option<usize>,
     /// Which shard this process is, 0 to shards − 1 (role shard; a StatefulSet's pod
-    /// ordinal)
+    /// ordinal); with a standby also shards to 2 × shards − 1, K + shards being the other
+    /// process of shard K
     #[arg(long, env = "NEARDUP_SHARD")]
     pub shard: Option<usize>,
 }

@@ -324,10 +324,13 @@ impl Health {
             return Some(self.reason());
         }
         let waiting = self.lag.load(Ordering::Relaxed);
+        // (a standby shard or aggregator answers nothing: the records past the committed
+        // offset are the writer's)
         if waiting <= 0
             || self.assigned.load(Ordering::Relaxed) == 0
             || self.brokers_down.load(Ordering::Relaxed)
             || self.draining.load(Ordering::Relaxed)
+            || self.following_topics.load(Ordering::Relaxed)
         {
             return None;
         }
@@ -522,6 +525,13 @@ mod tests {
         h.brokers_down.store(true, Ordering::Relaxed);
         assert_eq!(h.stuck(), None);
         h.brokers_down.store(false, Ordering::Relaxed);
+        // a standby shard or aggregator answers nothing: the records waiting are the
+        // writer's, and it is alive while it follows
+        h.following_topics.store(true, Ordering::Relaxed);
+        assert_eq!(h.stuck(), None);
+        assert!(h.reason().contains("following the signed topic"));
+        h.following_topics.store(false, Ordering::Relaxed);
+        assert!(h.stuck().is_some());
         h.progressed();
         assert_eq!(h.stuck(), None, "a record answered: alive again");
     }

@@ -408,10 +408,11 @@ fn a_standby_of_each_shard_and_of_the_aggregator_takes_over_a_killed_or_paused_o
     let d = dir.path();
     let shards = SHARDS.to_string();
     let mut starts = 0usize;
-    // process `copy` (0 or 1) of role `what` (1..=SHARDS the shards, then the aggregator)
+    // process `copy` (0 or 1) of role `what` (1..=SHARDS the shards, then the aggregator);
+    // shard K's second process is given as K + SHARDS, as the chart's pod K + S is
     let mut start_copy = |what: usize, copy: usize| -> Stage {
         starts += 1;
-        let shard = (what - 1).to_string();
+        let shard = (what - 1 + copy * SHARDS).to_string();
         let (name, mut args): (String, Vec<&str>) = if what <= SHARDS {
             (
                 format!("shard-{}-{copy}", what - 1),

@@ -208,6 +208,38 @@ impl Link {
             .collect()
     }
 
+    /// The offsets the group committed for these partitions (0 where none), asked once
+    /// within `timeout`: `None` when the brokers did not answer in time (a transaction's
+    /// offsets still pending, a coordinator moving).
+    pub(super) fn committed_once(
+        &self,
+        parts: &[(&str, i32)],
+        timeout: Duration,
+    ) -> Option<Vec<i64>> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in parts {
+            tpl.add_partition(t, *p);
+        }
+        let got = match self.consumer.committed_offsets(tpl, timeout) {
+            Ok(got) => got,
+            Err(e) => {
+                tracing::debug!(error = %e, "the group's committed offsets: not read this time");
+                return None;
+            }
+        };
+        Some(
+            parts
+                .iter()
+                .map(
+                    |(t, p)| match got.find_partition(t, *p).map(|e| e.offset()) {
+                        Some(Offset::Offset(o)) => o,
+                        _ => 0,
+                    },
+                )
+                .collect(),
+        )
+    }
+
     /// Reads these partitions from their start.
     pub(super) fn assign_from_start(&self, parts: &[(&str, i32)]) -> Result<()> {
         let mut tpl = TopicPartitionList::new();

@@ -321,6 +321,16 @@ impl StageSettings {
                 role.as_str()
             );
         }
+        // with a standby, shard K's two processes may be given as K and K + S (the pods K
+        // and K + S of the chart's StatefulSet of 2S pods, which it rolls one at a time)
+        let stage_shard = match (stage.shard, stage.shards) {
+            (Some(k), Some(n))
+                if stage.standby == Some(true) && n > 0 && (n..2 * n).contains(&k) =>
+            {
+                Some(k - n)
+            }
+            (k, _) => k,
+        };
         let base = kafka.group_id.clone().unwrap_or_else(|| "neardup".into());
         let votes_name = kafka
             .votes_topic
@@ -333,7 +343,7 @@ impl StageSettings {
             // from the start of the signed topic
             Role::Shard => Some(format!(
                 "{base}-shard-{}-of-{}.{votes_name}",
-                stage.shard.unwrap_or(0),
+                stage_shard.unwrap_or(0),
                 stage.shards.unwrap_or(0)
             )),
             Role::Aggregator => Some(format!("{base}-aggregator")),
@@ -392,7 +402,7 @@ impl StageSettings {
             .unwrap_or_else(|| DEFAULT_VOTES_TOPIC.into());
         let sharded = matches!(role, Role::Shard | Role::Aggregator);
         let shards = stage.shards.unwrap_or(0);
-        let shard = stage.shard.unwrap_or(0);
+        let shard = stage_shard.unwrap_or(0);
         if sharded {
             if !(1..=1024).contains(&shards) {
                 bail!(
@@ -401,10 +411,13 @@ impl StageSettings {
                     role.as_str()
                 );
             }
-            if role == Role::Shard && stage.shard.is_none_or(|k| k >= shards) {
+            if role == Role::Shard && stage_shard.is_none_or(|k| k >= shards) {
                 bail!(
-                    "role shard needs shard, 0 to {} (which of the {shards} shards this process is)",
-                    shards - 1
+                    "role shard needs shard, 0 to {} (which of the {shards} shards this process \
+                     is; with a standby also {shards} to {}, shard K + {shards} the other process \
+                     of shard K)",
+                    shards - 1,
+                    2 * shards - 1
                 );
             }
             if c.retention.is_some() || c.max_pages.is_some() {
@@ -921,6 +934,32 @@ mod tests {
             };
             let s = resolve(eos(), opts(), Default::default()).unwrap();
             assert!(s.standby && s.changelog_topic.is_none());
+            if role == Role::Shard {
+                // the other process of shard 1 of 2, given as 3 (the chart's pod 3)
+                let other = StageOptions {
+                    shard: Some(3),
+                    ..opts()
+                };
+                let o = resolve(eos(), other, Default::default()).unwrap();
+                assert_eq!((o.shard, &o.group_id), (1, &s.group_id));
+                let four = StageOptions {
+                    shard: Some(4),
+                    ..opts()
+                };
+                let e = resolve(eos(), four, Default::default())
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("needs shard, 0 to 1"), "{e}");
+                let alone = StageOptions {
+                    shard: Some(3),
+                    standby: None,
+                    ..opts()
+                };
+                let e = resolve(eos(), alone, Default::default())
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("needs shard, 0 to 1"), "{e}");
+            }
             let e = resolve(Default::default(), opts(), Default::default())
                 .unwrap_err()
                 .to_string();

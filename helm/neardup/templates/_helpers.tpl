@@ -78,13 +78,6 @@ HorizontalPodAutoscaler (scale-out).
 {{ include "neardup.selectorLabels" . }}
 app.kubernetes.io/component: shard
 {{- end -}}
-{{- define "neardup.shardStandbyName" -}}
-{{- printf "%s-shard-standby" (include "neardup.fullname" . | trunc 38 | trimSuffix "-") -}}
-{{- end -}}
-{{- define "neardup.shardStandbySelectorLabels" -}}
-{{ include "neardup.selectorLabels" . }}
-app.kubernetes.io/component: shard-standby
-{{- end -}}
 {{- define "neardup.aggregatorSelectorLabels" -}}
 {{ include "neardup.selectorLabels" . }}
 app.kubernetes.io/component: aggregator

@@ -383,6 +383,20 @@ fn decode_sized(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
                     let mask = _mm_movemask_epi8(special) as u32;
                     if mask != 0 {
                         let n = mask.trailing_zeros() as usize;
+                        // a two-byte escape (nearly all of them: an attribute's quotes, a
+                        // line break) is decoded here, and the scan goes on from after it
+                        // (o + n + 1 <= i + n + 2: still o <= i)
+                        if s[i + n] == b'\\' {
+                            if let Some(&e) = s.get(i + n + 1) {
+                                let d = SHORT_ESCAPE[e as usize];
+                                if d != 0 {
+                                    *dst.add(o + n) = d;
+                                    i += n + 2;
+                                    o += n + 1;
+                                    continue;
+                                }
+                            }
+                        }
                         i += n;
                         o += n;
                         break;
@@ -452,6 +466,21 @@ fn decode_sized(s: &[u8], out: &mut Vec<u8>) -> Option<usize> {
         i += 2;
     }
 }
+
+/// The byte a two-byte escape `\X` stands for, by X; 0 for any other X (`\u` and the
+/// invalid ones, which the general path takes).
+static SHORT_ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0c;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t
+};
 
 fn hex4(s: &[u8], at: usize) -> Option<u32> {
     s.get(at..at + 4)?

@@ -143,6 +143,13 @@ impl Turn {
         self.writing
     }
 
+    /// Whether [`Turn::step`] reads `caught_up`: before joining the lease group, and after
+    /// taking the lease until the committed offset is reached (so a role asks its consumer's
+    /// position only then).
+    pub(super) fn needs_catch_up(&self) -> bool {
+        self.standby && (self.lease.is_none() || self.took.is_some())
+    }
+
     /// The next step, from whether the role has read up to `committed` (its group's
     /// committed offset of the signed topic `parts[0]`, read again here every second while
     /// following, and once more on taking over).
@@ -169,6 +176,12 @@ impl Turn {
                 );
                 self.took = None;
             }
+            // (asked ten times a second, not a record at a time: exactly-once's fencing, not
+            // this check, is what keeps a writer that lost the lease from writing)
+            if self.checked.elapsed() < LEASE_CHECK {
+                return Ok(Step::Write);
+            }
+            self.checked = Instant::now();
             let held = self
                 .lease
                 .as_mut()
@@ -214,3 +227,6 @@ impl Turn {
 
 /// How often a following process reads its group's committed offset again.
 const FOLLOW_CHECK: Duration = Duration::from_secs(1);
+
+/// How often a writing process asks whether it still holds the lease.
+const LEASE_CHECK: Duration = Duration::from_millis(100);

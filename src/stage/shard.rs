@@ -92,7 +92,10 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let mut ready = committed == 0;
     let started = Instant::now();
     while !s.shutdown.requested() {
-        let caught_up = held.is_some() || link.position(topic, 0) >= committed;
+        // (the consumer's position asked only while it matters: not a record at a time)
+        let caught_up = held.is_some()
+            || (ready && !turn.needs_catch_up())
+            || link.position(topic, 0) >= committed;
         if !ready && caught_up {
             ready = true;
             set_restoring(health, None);

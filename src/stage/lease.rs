@@ -35,7 +35,7 @@ pub(super) struct Lease {
 }
 
 /// The lease group of a role whose group is `group`.
-pub(super) fn group(group: &str) -> String {
+fn group(group: &str) -> String {
     format!("{group}.lease")
 }
 

@@ -83,7 +83,6 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         votes: Vec::new(),
         counts: ShardCounts::default(),
     };
-    let partition = s.shard as i32;
     let mut turn = Turn::new(s);
     // following: the first signed record at or past the committed offset, held (its
     // partition paused) until the offset moves past it or this process takes over
@@ -120,14 +119,10 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         if let Some(m) = held.take() {
             if step == Step::Write || m.offset() < committed {
                 link.pause(topic, 0, false)?;
-                if let Some(out) = r.signed(&mut shard, &m, committed)? {
-                    send(s, &mut link, partition, &r.votes, out)?;
-                    r.counts.records += 1;
-                    metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone())
-                        .increment(1);
-                    health.progressed();
-                }
                 next = m.offset() + 1;
+                if let Some(out) = r.signed(&mut shard, &m, committed)? {
+                    r.answer(s, &mut link, out, health)?;
+                }
             } else {
                 held = Some(m);
             }
@@ -163,10 +158,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         let Some(out) = r.signed(&mut shard, &m, committed)? else {
             continue;
         };
-        send(s, &mut link, partition, &r.votes, out)?;
-        r.counts.records += 1;
-        metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
-        health.progressed();
+        r.answer(s, &mut link, out, health)?;
         if link.due() {
             link.commit(&[(topic, 0, next)])?;
             metrics::gauge!(tm::INDEX_PAGES).set(shard.index().pages() as f64);
@@ -242,27 +234,32 @@ impl Reader {
         }
         Ok(Some(Answer { offset, id, judged }))
     }
-}
 
-/// Writes the votes record of a signed record to this shard's partition.
-fn send(
-    s: &StageSettings,
-    link: &mut Link,
-    partition: i32,
-    votes: &[Vote],
-    a: Answer,
-) -> Result<()> {
-    let rec = VotesRecord::new(s.shard, s.shards, a.offset, &a.id, a.judged, votes);
-    link.send(
-        &s.votes_topic,
-        Some(partition),
-        Some(a.id.as_bytes()),
-        &serde_json::to_vec(&rec)?,
-        &[(
-            super::flow::HEADER_SCHEMA,
-            crate::record::votes::VOTES_SCHEMA.into(),
-        )],
-    )
+    /// Writes the votes record of a signed record judged by [`Reader::signed`] to this
+    /// shard's partition, and counts it.
+    fn answer(
+        &mut self,
+        s: &StageSettings,
+        link: &mut Link,
+        a: Answer,
+        health: &Health,
+    ) -> Result<()> {
+        let rec = VotesRecord::new(s.shard, s.shards, a.offset, &a.id, a.judged, &self.votes);
+        link.send(
+            &s.votes_topic,
+            Some(s.shard as i32),
+            Some(a.id.as_bytes()),
+            &serde_json::to_vec(&rec)?,
+            &[(
+                super::flow::HEADER_SCHEMA,
+                crate::record::votes::VOTES_SCHEMA.into(),
+            )],
+        )?;
+        self.counts.records += 1;
+        metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
+        health.progressed();
+        Ok(())
+    }
 }
 
 /// A record of the duplicate topic (which may be the unique topic too): a page this shard

@@ -22,6 +22,9 @@ pub const REPEATED_IDS: &str = "neardup_repeated_ids_total";
 /// Counter: pages a shard of a sharded decider took out of its lists as the aggregator
 /// decided them duplicates.
 pub const SHARD_DEMOTED: &str = "neardup_shard_demoted_total";
+/// Counter: pages a shard of a sharded decider stored as duplicates at once, copies of an
+/// earlier page it holds in everything the rules read of a page.
+pub const SHARD_COPIES: &str = "neardup_shard_copies_total";
 /// Histogram, labels `stage` (decode, strip, sign, lookup, produce): seconds per record.
 pub const STAGE_SECONDS: &str = "neardup_stage_duration_seconds";
 /// Histogram: seconds from consuming a record to its output being acknowledged.
@@ -95,6 +98,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         SHARD_DEMOTED,
         "counter",
         "Pages a shard took out of its lists as the aggregator decided them duplicates.",
+    ),
+    (
+        SHARD_COPIES,
+        "counter",
+        "Pages a shard stored as duplicates at once: copies of an earlier page in all the rules read.",
     ),
     (
         STAGE_SECONDS,

@@ -251,7 +251,8 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
 
 /// A page copied 40 times: the owners take each copy out of their lists once the aggregator
 /// decides it a duplicate (they read the duplicate topic), so the votes for a copy that
-/// comes later name the page alone, not every copy a shard holds; the decisions stay one
+/// comes later name the page alone, not every copy a shard holds; and a flood of 60 copies
+/// on one host sent at once votes for one page of them a shard. The decisions stay one
 /// decider's.
 #[test]
 fn the_owners_drop_the_copies_the_aggregator_decided() {
@@ -311,7 +312,41 @@ fn the_owners_drop_the_copies_the_aggregator_decided() {
         votes, 1,
         "the last copy's votes name the page alone, not 40 copies"
     );
-    let all: Vec<Input> = (0..=40).map(copy).collect();
+    // a flood on one host, sent at once (a login wall under 60 URLs): a copy of a page its
+    // owner holds in all the rules read is stored as a duplicate at once, so each copy
+    // votes for the first of them on each shard, decided or not
+    let wall = story_page(8, 1, false);
+    let flood: Vec<Input> = (0..60)
+        .map(|k| {
+            let id = format!("wall-{k:02}");
+            let url = format!("https://paper.test/login?next=/story/{k}");
+            (0, id.clone(), Some(page_json(&id, &url, &wall)))
+        })
+        .collect();
+    b.produce("pages", &flood);
+    let all: Vec<Input> = (0..=40).map(copy).chain(flood.iter().cloned()).collect();
+    wait_until(Duration::from_secs(120), "the flood decided", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") >= all.len() as f64
+    });
+    let copies: f64 = stages[1..=SHARDS]
+        .iter()
+        .map(|s| s.metric("neardup_shard_copies_total", ""))
+        .sum();
+    assert!(
+        copies >= (flood.len() - SHARDS) as f64,
+        "all but the first copy a shard owns stored as copies: {copies}"
+    );
+    let most = b
+        .read(&[VOTES], usize::MAX, Duration::from_secs(60))
+        .iter()
+        .map(Out::json)
+        .filter(|v| v["id"].as_str().is_some_and(|id| id.starts_with("wall-")))
+        .map(|v| v["votes"].as_array().map_or(0, Vec::len))
+        .max();
+    assert!(
+        most.is_some_and(|n| n <= 1),
+        "a copy's votes name one page a shard, not every copy before it: {most:?}"
+    );
     let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
     assert_eq!(decisions(&outs), file_mode(&signed_order(&b, &all), d));
     for s in &mut stages {

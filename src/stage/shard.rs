@@ -173,7 +173,9 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     info!(
         demoted = r.counts.demoted,
         waiting = shard.pending(),
-        "pages taken out of the lists as the aggregator decided them duplicates"
+        copies = shard.copies(),
+        "pages taken out of the lists as the aggregator decided them duplicates, and copies \
+         stored as duplicates at once"
     );
     Ok(r.counts)
 }
@@ -220,11 +222,15 @@ impl Reader {
                     first_seen,
                 };
                 let pos = offset as u64;
+                let copies = shard.copies();
                 let judged = if replay {
                     shard.replay(pos, p, &signed)?
                 } else {
                     shard.read(pos, p, &signed, &mut self.votes)?
                 };
+                if shard.copies() > copies {
+                    metrics::counter!(tm::SHARD_COPIES).increment(1);
+                }
                 (Some(judged), page.doc_id)
             }
         };

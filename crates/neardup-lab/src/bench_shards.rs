@@ -45,6 +45,14 @@ pub struct BenchShardsArgs {
     /// memory; nothing compared)
     #[arg(long)]
     pub shards_only: bool,
+    /// Pages read between a decision and its arrival at the shards (through Kafka, a commit
+    /// interval: thousands of pages while a role catches up)
+    #[arg(long, default_value_t = 0)]
+    pub lag: usize,
+    /// With --corpus: this many copies of the corpus's tenth page after it, under other URLs
+    /// of its host (a login wall, a soft error page)
+    #[arg(long, default_value_t = 0)]
+    pub flood: usize,
 }
 
 /// One shard count.
@@ -69,6 +77,10 @@ pub struct ShardsRow {
     pub aggregator_us: f64,
     /// Votes a page (matches over all shards).
     pub votes_per_page: f64,
+    /// The most votes one page got (over all shards).
+    pub max_votes: u64,
+    /// Pages the shards stored as copies of an earlier page at once (`CopyKey`).
+    pub copies: u64,
     /// The rate of S shards on S cores: 1 / max(busiest shard, aggregator), pages a second.
     pub projected_pages_per_second: f64,
     /// Against one decider's rate.
@@ -123,6 +135,22 @@ pub fn corpus_pages(
     Ok(pages)
 }
 
+/// `pages` with `n` copies of its tenth page (or its last, when shorter) after it, under
+/// other URLs of its host.
+fn with_flood(mut pages: Vec<StreamPage>, n: usize) -> Vec<StreamPage> {
+    let Some(at) = (pages.len().min(10)).checked_sub(1).filter(|_| n > 0) else {
+        return pages;
+    };
+    let p = pages[at].clone();
+    let copies = (0..n).map(|c| StreamPage {
+        id: format!("flood-{c}"),
+        url: format!("{}?copy={c}", p.url),
+        signed: p.signed.clone(),
+    });
+    pages.splice(at + 1..at + 1, copies);
+    pages
+}
+
 /// The synthetic stream of `neardup-lab index`, made as it is read.
 fn synthetic_pages(a: &BenchShardsArgs) -> impl Iterator<Item = StreamPage> {
     let mut gen = Generator::new(Synth {
@@ -147,6 +175,7 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
     shards: usize,
     params: &IndexParams,
     compare: bool,
+    lag: usize,
 ) -> Result<ShardsRow> {
     let mut single = match compare {
         true => Some(Deduplicator::new(Index::memory(params.clone())?)?),
@@ -158,7 +187,10 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
     let mut aggregator = Aggregator::new();
     let mut shard_ns = vec![0u128; shards];
     let (mut single_ns, mut agg_ns) = (0u128, 0u128);
-    let (mut differing, mut duplicates, mut nvotes) = (0u64, 0u64, 0u64);
+    let (mut differing, mut duplicates, mut nvotes, mut max_votes) = (0u64, 0u64, 0u64, 0u64);
+    // the decisions on their way to the shards
+    let mut late: std::collections::VecDeque<(String, crate::index::Decision)> =
+        std::collections::VecDeque::new();
     let mut votes: Vec<Vec<Vote>> = vec![Vec::new(); shards];
     let mut n = 0usize;
     for (i, p) in pages.into_iter().enumerate() {
@@ -178,6 +210,8 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         single_ns += t.elapsed().as_nanos();
         // the shards: votes, then the owner stores the page tentatively
         let mut judged = Vec::with_capacity(shards);
+        let owner = crate::dedup::sharded::owner(&p.id, shards);
+        let copies = parts[owner].copies();
         for (k, shard) in parts.iter_mut().enumerate() {
             let t = Instant::now();
             judged.push(shard.read(i as u64, page, &p.signed, &mut votes[k])?);
@@ -193,12 +227,21 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         let t = Instant::now();
         let decision = aggregator.decide(i as u64, &p.id, judged[0], votes.iter().flatten());
         agg_ns += t.elapsed().as_nanos();
-        nvotes += votes.iter().map(|v| v.len() as u64).sum::<u64>();
-        // the owner takes a page that was not unique out of its lists
-        for (k, shard) in parts.iter_mut().enumerate() {
-            let t = Instant::now();
-            shard.decided(&p.id, &decision)?;
-            shard_ns[k] += t.elapsed().as_nanos();
+        let page_votes = votes.iter().map(|v| v.len() as u64).sum::<u64>();
+        nvotes += page_votes;
+        max_votes = max_votes.max(page_votes);
+        if parts[owner].copies() > copies && decision.kind == crate::index::DecisionKind::Unique {
+            bail!("page {i} ({}): stored as a copy, decided unique", p.id);
+        }
+        // the owner takes a page that was not unique out of its lists, `lag` pages later
+        late.push_back((p.id.clone(), decision.clone()));
+        while late.len() > lag {
+            let (id, d) = late.pop_front().expect("a decision waits");
+            for (k, shard) in parts.iter_mut().enumerate() {
+                let t = Instant::now();
+                shard.decided(&id, &d)?;
+                shard_ns[k] += t.elapsed().as_nanos();
+            }
         }
         duplicates += u64::from(decision.kind == crate::index::DecisionKind::Duplicate);
         // a repeated id gets its stored decision whole, as one decider answers it
@@ -227,6 +270,8 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         shard_max_us,
         aggregator_us,
         votes_per_page: nvotes as f64 / n.max(1) as f64,
+        max_votes,
+        copies: parts.iter().map(Shard::copies).sum(),
         projected_pages_per_second: projected,
         speedup: single_us.map(|u| projected * u / 1e6),
     })
@@ -244,21 +289,22 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
     }
     let params = IndexParams::default();
     let corpus = match &a.corpus {
-        Some(path) => Some(corpus_pages(path, &params, a.docs)?),
+        Some(path) => Some(with_flood(corpus_pages(path, &params, a.docs)?, a.flood)),
+        None if a.flood > 0 => bail!("--flood copies a page of --corpus"),
         None => None,
     };
     println!(
-        "| shards | pages | differing | one decider µs | shard mean µs | busiest shard µs | aggregator µs | votes a page | projected pages/s | × one decider |"
+        "| shards | pages | differing | one decider µs | shard mean µs | busiest shard µs | aggregator µs | votes a page | most votes of a page | copies stored at once | projected pages/s | × one decider |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rows = Vec::new();
     for &s in &a.shards {
         let r = match &corpus {
-            Some(pages) => run_one(pages, s, &params, !a.shards_only)?,
-            None => run_one(synthetic_pages(&a), s, &params, !a.shards_only)?,
+            Some(pages) => run_one(pages, s, &params, !a.shards_only, a.lag)?,
+            None => run_one(synthetic_pages(&a), s, &params, !a.shards_only, a.lag)?,
         };
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.0} | {} |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} | {:.0} | {} |",
             r.shards,
             r.pages,
             show(r.differing.map(|d| d as f64), 0),
@@ -267,6 +313,8 @@ pub fn run(a: BenchShardsArgs) -> Result<Vec<ShardsRow>> {
             r.shard_max_us,
             r.aggregator_us,
             r.votes_per_page,
+            r.max_votes,
+            r.copies,
             r.projected_pages_per_second,
             show(r.speedup, 2)
         );
@@ -290,10 +338,12 @@ mod tests {
             seed: 5,
             corpus: None,
             shards_only: false,
+            lag: 0,
+            flood: 0,
         };
-        for s in [1, 3, 7] {
-            let r = run_one(synthetic_pages(&a), s, &IndexParams::default(), true).unwrap();
-            assert_eq!(r.differing, Some(0), "{s} shards");
+        for (s, lag) in [(1, 0), (3, 0), (7, 0), (3, 700)] {
+            let r = run_one(synthetic_pages(&a), s, &IndexParams::default(), true, lag).unwrap();
+            assert_eq!(r.differing, Some(0), "{s} shards, lag {lag}");
             assert!(
                 r.duplicates > 800,
                 "{s} shards: {} duplicates",
@@ -324,10 +374,65 @@ mod tests {
         // a crawler's repeats: pages sent again (an at-least-once replay)
         let again: Vec<StreamPage> = pages.iter().step_by(7).cloned().collect();
         pages.extend(again);
-        for s in [1, 2, 4] {
-            let r = run_one(&pages, s, &params, true).unwrap();
-            assert_eq!(r.differing, Some(0), "{s} shards: {r:?}");
+        // decisions that reach the shards at once, or a commit interval's pages later
+        for (s, lag) in [(1, 0), (2, 0), (4, 0), (2, 150)] {
+            let r = run_one(&pages, s, &params, true, lag).unwrap();
+            assert_eq!(r.differing, Some(0), "{s} shards, lag {lag}: {r:?}");
             assert!(r.duplicates > 10, "{s} shards: {r:?}");
+        }
+    }
+
+    /// A flood of copies of a few pages (a login wall under thousands of URLs of its host,
+    /// and the same page on other hosts) while no decision reaches the shards (the
+    /// aggregator restarting): the decisions are one decider's, and each copy votes for
+    /// the first page of its kind on each shard, not for every copy read before (about
+    /// n²/(2S) votes a shard for n copies if they were held as unique until decided).
+    #[test]
+    fn a_flood_of_copies_votes_for_one_page_of_them_a_shard() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/goldstyle-dev-sample.jsonl.gz");
+        if !path.exists() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI=true and no {}: this test checks real pages",
+                path.display()
+            );
+            eprintln!("skipped: no {}", path.display());
+            return;
+        }
+        let params = IndexParams::default();
+        let real = corpus_pages(&path, &params, u64::MAX).unwrap();
+        let mut pages: Vec<StreamPage> = Vec::new();
+        let floods = [3usize, 40, 41, 90];
+        for (i, p) in real.iter().enumerate() {
+            pages.push(p.clone());
+            if let Some(f) = floods.iter().position(|&k| k == i) {
+                for c in 0..500 {
+                    // copies under other URLs of the page's host, and on three other hosts
+                    let url = match c % 10 {
+                        0..=6 => format!("{}?session={c}", p.url),
+                        h => format!("https://mirror-{h}.example/{f}/{c}"),
+                    };
+                    pages.push(StreamPage {
+                        id: format!("flood-{f}-{c}"),
+                        url,
+                        signed: p.signed.clone(),
+                    });
+                }
+            }
+        }
+        for s in [1, 2, 4] {
+            let r = run_one(&pages, s, &params, true, usize::MAX).unwrap();
+            assert_eq!(r.differing, Some(0), "{s} shards: {r:?}");
+            // the votes of the pages alone, plus the floods': their 4 hosts, the first
+            // page of each a shard
+            let alone = run_one(&real, s, &params, false, usize::MAX).unwrap();
+            assert!(
+                r.max_votes <= alone.max_votes + 4 * s as u64,
+                "{s} shards: {r:?}, the pages alone {alone:?}"
+            );
+            assert!(r.copies >= 4 * (500 - 4 * s as u64), "{s} shards: {r:?}");
+            assert!(r.duplicates >= 2000, "{s} shards: {r:?}");
         }
     }
 }

@@ -40,6 +40,15 @@
 //!   stored decision and stores and counts nothing. Every shard keeps a 128-bit hash of
 //!   every id it read and judges a repeat [`Judged::Repeated`]; the aggregator answers it
 //!   with the decision it keeps ([`Aggregator::repeated`]).
+//!
+//! **Copies are stored as duplicates at once.** A page a shard owns that equals an earlier
+//! page it owns in everything the rules read of a page (its [`CopyKey`]) is stored as a
+//! duplicate, out of the lists, before the aggregator decides it: one decider never decides
+//! such a page unique (the proof is at [`CopyKey`]). So a flood of copies of one page (a
+//! login wall, a soft error page served under thousands of URLs) keeps one page of it in
+//! a shard's lists, and each copy votes for that one, where the copies stored tentatively
+//! would vote for every copy read before the aggregator's decisions reach the shard: about
+//! n²/(2S) votes on a shard for n copies, past the broker's record limit at a few thousand.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -126,6 +135,62 @@ pub struct Shard {
     /// them (a shard that starts again reads the decisions and the stream side by side):
     /// each leaves the lists as soon as it is stored.
     pending: FxHashSet<u128>,
+    /// The [`CopyKey`] of every page this shard owns and stored as unique (16 bytes a page
+    /// it holds): a later page of the same key is a copy, never unique.
+    keys: FxHashSet<u128>,
+    /// Pages this shard owns that it stored as copies ([`CopyKey`]).
+    copies: u64,
+}
+
+/// What the rules read of a page, hashed to 128 bits (two keyed hashes, as an id's): its
+/// identity, title, whole signature set, software text at its arrival, blocks, template
+/// sample and host. Two pages of one key are one page to every rule of a pair and judged
+/// alike.
+///
+/// **A page of the same key as an earlier page (another id, an identity known) is never
+/// unique for one decider**, so a shard stores it as a duplicate without waiting for the
+/// aggregator. Let A be the earlier page, B the later, both judged matched or own text too
+/// short (the judgement reads the whole set and the software text only, so they are judged
+/// alike; skipped pages are never candidates). Without document frequencies (a shard
+/// refuses them) and without retention, a page decided unique stays unique and in the
+/// lists, and the lists' candidates of a set are a function of that set and the sets
+/// listed, so a page found once by a set is found by it again.
+/// - A was decided unique: B has A's identity, which no rule keeps apart
+///   ([`kept_apart`](super::kept_apart), [`Keys::one_page`]), and B's set without its
+///   software text is A's ([`DocRecord::matched_sigs`]): similarity 1 on the pair rule, or
+///   one page by probe. B is a duplicate.
+/// - A was decided a duplicate of X: X is still unique and listed, B's probes are A's, and
+///   the pair rule (or one page) reads of B only what the key holds, so it matches B with
+///   X as it matched A. B is a duplicate.
+///
+/// So at most the first page of a key in the stream is unique, and a shard lists at most
+/// the first page of a key it owns: a copy's votes name at most one page of its key a
+/// shard. Two keys meet by chance about once in 10^21 for a billion pages.
+pub struct CopyKey;
+
+impl CopyKey {
+    /// The key of a signed page at `url` whose software text at its arrival is `software`;
+    /// `None` for a page without an identity (the rules of one page need it).
+    pub fn of(signed: &Signed, url: &str, software: &[u32]) -> Option<u128> {
+        use std::hash::{Hash, Hasher};
+        let identity = signed.identity?;
+        let host = crate::index::freq::host_hash(url);
+        let half = |key: u64| {
+            let mut h = std::hash::DefaultHasher::new();
+            key.hash(&mut h);
+            identity.hash(&mut h);
+            signed.title.hash(&mut h);
+            signed.sigs.entries().hash(&mut h);
+            software.hash(&mut h);
+            signed.short.blocks.hash(&mut h);
+            signed.template.hash(&mut h);
+            host.hash(&mut h);
+            h.finish()
+        };
+        Some(
+            u128::from(half(0x636f_7079_6b65_7930)) << 64 | u128::from(half(0x6f6e_6570_6167_6531)),
+        )
+    }
 }
 
 /// A 128-bit hash of an id: two hashes of it under two keys (the chance that two of a
@@ -179,6 +244,8 @@ impl Shard {
             cands: Vec::new(),
             seen: FxHashSet::default(),
             pending: FxHashSet::default(),
+            keys: FxHashSet::default(),
+            copies: 0,
         })
     }
 
@@ -190,6 +257,12 @@ impl Shard {
     /// The shard's index.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// How many pages this shard owns that it stored as copies of an earlier page
+    /// ([`CopyKey`]), not as unique.
+    pub fn copies(&self) -> u64 {
+        self.copies
     }
 
     /// Whether this shard owns page `id`.
@@ -265,7 +338,13 @@ impl Shard {
         if self.owns(page.id) {
             let kind = match judged {
                 Judged::Skipped => DecisionKind::Skipped,
-                _ => DecisionKind::Unique,
+                _ => match CopyKey::of(signed, page.url, &software) {
+                    Some(key) if !self.keys.insert(key) => {
+                        self.copies += 1;
+                        DecisionKind::Duplicate
+                    }
+                    _ => DecisionKind::Unique,
+                },
             };
             self.index.restore_put(
                 pos,

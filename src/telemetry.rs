@@ -23,8 +23,12 @@ pub const REPEATED_IDS: &str = "neardup_repeated_ids_total";
 /// decided them duplicates.
 pub const SHARD_DEMOTED: &str = "neardup_shard_demoted_total";
 /// Counter: pages a shard of a sharded decider stored as duplicates at once, copies of an
-/// earlier page it holds in everything the rules read of a page.
+/// earlier page it holds in everything the rules read of a page (the pages it reads again
+/// at a start included).
 pub const SHARD_COPIES: &str = "neardup_shard_copies_total";
+/// Counter: parts of the votes records a shard wrote in parts (records past the broker's
+/// record limit).
+pub const VOTES_PARTS: &str = "neardup_shard_votes_parts_total";
 /// Histogram, labels `stage` (decode, strip, sign, lookup, produce): seconds per record.
 pub const STAGE_SECONDS: &str = "neardup_stage_duration_seconds";
 /// Histogram: seconds from consuming a record to its output being acknowledged.
@@ -103,6 +107,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         SHARD_COPIES,
         "counter",
         "Pages a shard stored as duplicates at once: copies of an earlier page in all the rules read.",
+    ),
+    (
+        VOTES_PARTS,
+        "counter",
+        "Parts of the votes records a shard wrote in parts, past the record limit.",
     ),
     (
         STAGE_SECONDS,

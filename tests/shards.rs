@@ -355,6 +355,92 @@ fn the_owners_drop_the_copies_the_aggregator_decided() {
     }
 }
 
+/// A flood of near-copies (a calendar trap: one page whose text names its day, under
+/// 8,000-byte URLs) while the aggregator is stopped: no decision reaches the shards, so each
+/// copy votes for every copy its shard holds, and the later votes records pass 256 KiB. A
+/// shard writes them in parts, each a votes record of its schema under that size; the
+/// aggregator, started again, joins them and decides as one decider.
+#[test]
+fn votes_past_the_record_limit_go_in_parts_that_the_aggregator_joins() {
+    let _g = serial();
+    let b = Broker::start();
+    topics_create(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
+    for s in &stages {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    stages[AGGREGATOR].signal("TERM");
+    assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(60)), Some(0));
+    let html = story_page(9, 2, false);
+    let day = |k: usize| -> String {
+        // a word a day: the identity and the signatures differ, numbers aside
+        let letters: String = [k / 26, k % 26]
+            .iter()
+            .map(|&i| char::from(b'a' + i as u8))
+            .collect();
+        format!("qu{letters}rn")
+    };
+    let flood: Vec<Input> = (0..100)
+        .map(|k| {
+            let id = format!("day-{k:03}");
+            let url = format!(
+                "https://calendar.test/events?day={k}&view={}",
+                "month".repeat(1600)
+            );
+            let page = html.replace(
+                "</section>",
+                &format!(
+                    "<p>Events of the day called {} are listed below.</p></section>",
+                    day(k)
+                ),
+            );
+            (0, id.clone(), Some(page_json(&id, &url, &page)))
+        })
+        .collect();
+    b.produce("pages", &flood);
+    wait_until(Duration::from_secs(180), "every shard voted", || {
+        stages[1..=SHARDS]
+            .iter()
+            .all(|s| s.metric("neardup_records_in_total", "") >= flood.len() as f64)
+    });
+    let parts: f64 = stages[1..=SHARDS]
+        .iter()
+        .map(|s| s.metric("neardup_shard_votes_parts_total", ""))
+        .sum();
+    assert!(parts >= 2.0, "records written in parts: {parts} parts");
+    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 1, &[]);
+    wait_until(Duration::from_secs(180), "the flood decided", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") >= flood.len() as f64
+    });
+    let votes = validator("votes.v1.schema.json");
+    let vs = b.read(&[VOTES], usize::MAX, Duration::from_secs(120));
+    let mut in_parts = 0;
+    for o in &vs {
+        assert!(
+            o.value.len() <= 256 * 1024,
+            "a votes record of {} bytes",
+            o.value.len()
+        );
+        let v = o.json();
+        if let Err(e) = votes.validate(&v) {
+            panic!("votes record does not follow its schema: {e}");
+        }
+        in_parts += usize::from(v.get("part").is_some());
+    }
+    assert_eq!(in_parts as f64, parts, "every part on the topic");
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
+    let got = decisions(&outs);
+    assert_eq!(got, file_mode(&signed_order(&b, &flood), d));
+    let dups = got.values().filter(|(d, _)| d == "duplicate").count();
+    assert!(dups >= 90, "the near-copies were found ({dups})");
+    for s in &mut stages {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+}
+
 /// Exactly-once on every role, while pages arrive: twenty SIGKILLs, five of each role (the
 /// signer, both shards, the aggregator) at random moments (start-up, the replay of the
 /// topics, mid-transaction). A read_committed consumer sees every input answered exactly

@@ -27,7 +27,7 @@ use super::settings::StageSettings;
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
 use crate::index::DecisionKind;
 use crate::record::signed::{signature_id, SignedRecord};
-use crate::record::votes::VotesRecord;
+use crate::record::votes::{Parts, VotesRecord};
 use crate::record::{self, DeadLetter, Source};
 use crate::telemetry::{self as tm, Health};
 
@@ -68,6 +68,8 @@ struct Queues {
     /// Bytes of the signed records held.
     signed_bytes: usize,
     votes: Vec<VecDeque<VotesRecord>>,
+    /// Per votes partition: the parts of a record written in parts, until the last.
+    parts: Vec<Parts>,
     /// Per votes partition: the offset after the last record read.
     votes_next: Vec<i64>,
     paused: Vec<bool>,
@@ -116,6 +118,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         signed: VecDeque::new(),
         signed_bytes: 0,
         votes: vec![VecDeque::new(); s.shards],
+        parts: (0..s.shards).map(|_| Parts::default()).collect(),
         votes_next: vec![0; s.shards],
         paused: vec![false; s.shards + 1],
     };
@@ -225,7 +228,9 @@ impl Queues {
             );
         }
         self.votes_next[k] = m.offset() + 1;
-        self.votes[k].push_back(v);
+        if let Some(v) = self.parts[k].join(v) {
+            self.votes[k].push_back(v);
+        }
         Ok(())
     }
 

@@ -251,16 +251,24 @@ impl Reader {
         health: &Health,
     ) -> Result<()> {
         let rec = VotesRecord::new(s.shard, s.shards, a.offset, &a.id, a.judged, &self.votes);
-        link.send(
-            &s.votes_topic,
-            Some(s.shard as i32),
-            Some(a.id.as_bytes()),
-            &serde_json::to_vec(&rec)?,
-            &[(
-                super::flow::HEADER_SCHEMA,
-                crate::record::votes::VOTES_SCHEMA.into(),
-            )],
-        )?;
+        // in parts past the broker's record limit (each under it, in order, in this
+        // record's transaction)
+        let parts = rec.encode(crate::record::votes::PART_BYTES)?;
+        if parts.len() > 1 {
+            metrics::counter!(tm::VOTES_PARTS).increment(parts.len() as u64);
+        }
+        for part in &parts {
+            link.send(
+                &s.votes_topic,
+                Some(s.shard as i32),
+                Some(a.id.as_bytes()),
+                part,
+                &[(
+                    super::flow::HEADER_SCHEMA,
+                    crate::record::votes::VOTES_SCHEMA.into(),
+                )],
+            )?;
+        }
         self.counts.records += 1;
         metrics::counter!(tm::RECORDS_IN, "topic" => s.signed_topic.clone()).increment(1);
         health.progressed();

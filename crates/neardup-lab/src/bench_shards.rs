@@ -403,7 +403,14 @@ mod tests {
         let params = IndexParams::default();
         let real = corpus_pages(&path, &params, u64::MAX).unwrap();
         let mut pages: Vec<StreamPage> = Vec::new();
-        let floods = [3usize, 40, 41, 90];
+        // pages of the sample far apart, each with its identity (the key needs one)
+        let floods = [3usize, 40, 90, 150];
+        for &k in &floods {
+            assert!(
+                real[k].signed.identity.is_some(),
+                "page {k} has no identity"
+            );
+        }
         for (i, p) in real.iter().enumerate() {
             pages.push(p.clone());
             if let Some(f) = floods.iter().position(|&k| k == i) {
@@ -424,8 +431,9 @@ mod tests {
         for s in [1, 2, 4] {
             let r = run_one(&pages, s, &params, true, usize::MAX).unwrap();
             assert_eq!(r.differing, Some(0), "{s} shards: {r:?}");
-            // the votes of the pages alone, plus the floods': their 4 hosts, the first
-            // page of each a shard
+            // the votes of the pages alone, plus a flood's: its 4 hosts, the first page of
+            // each a shard (the flooded pages are far apart in the sample, so a copy of one
+            // matches no other flood)
             let alone = run_one(&real, s, &params, false, usize::MAX).unwrap();
             assert!(
                 r.max_votes <= alone.max_votes + 4 * s as u64,

@@ -153,8 +153,8 @@ pub struct Shard {
 /// short (the judgement reads the whole set and the software text only, so they are judged
 /// alike; skipped pages are never candidates). Without document frequencies (a shard
 /// refuses them) and without retention, a page decided unique stays unique and in the
-/// lists, and the lists' candidates of a set are a function of that set and the sets
-/// listed, so a page found once by a set is found by it again.
+/// lists, under the prefix and length it was listed with (chosen when it was listed), so a
+/// set that found it once finds it again.
 /// - A was decided unique: B has A's identity, which no rule keeps apart
 ///   ([`kept_apart`](super::kept_apart), [`Keys::one_page`]), and B's set without its
 ///   software text is A's ([`DocRecord::matched_sigs`]): similarity 1 on the pair rule, or
@@ -162,6 +162,9 @@ pub struct Shard {
 /// - A was decided a duplicate of X: X is still unique and listed, B's probes are A's, and
 ///   the pair rule (or one page) reads of B only what the key holds, so it matches B with
 ///   X as it matched A. B is a duplicate.
+///
+/// A page matched on no signature at all (only with `min-signatures` 0) is listed nowhere
+/// and is left out: two of them can both be unique.
 ///
 /// So at most the first page of a key in the stream is unique, and a shard lists at most
 /// the first page of a key it owns: a copy's votes name at most one page of its key a
@@ -338,6 +341,7 @@ impl Shard {
         if self.owns(page.id) {
             let kind = match judged {
                 Judged::Skipped => DecisionKind::Skipped,
+                Judged::Matched if q.set_len() == 0 => DecisionKind::Unique,
                 _ => match CopyKey::of(signed, page.url, &software) {
                     Some(key) if !self.keys.insert(key) => {
                         self.copies += 1;

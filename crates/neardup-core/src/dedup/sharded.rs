@@ -140,6 +140,7 @@ pub struct Shard {
     keys: FxHashSet<u128>,
     /// Pages this shard owns that it stored as copies ([`CopyKey`]).
     copies: u64,
+    copy_key: CopyKey,
 }
 
 /// What the rules read of a page, hashed to 128 bits (two keyed hashes, as an id's): its
@@ -168,19 +169,31 @@ pub struct Shard {
 ///
 /// So at most the first page of a key in the stream is unique, and a shard lists at most
 /// the first page of a key it owns: a copy's votes name at most one page of its key a
-/// shard. Two keys meet by chance about once in 10^21 for a billion pages.
-pub struct CopyKey;
+/// shard. Two keys meet by chance about once in 10^21 for a billion pages, and the hash
+/// keys are each shard's own, drawn at random.
+pub struct CopyKey {
+    /// Two SipHash keys drawn at random for each shard: the keys are only compared within
+    /// the shard that made them (a restart makes them again as it reads its pages again),
+    /// so no one can make two pages meet on purpose.
+    halves: [std::hash::RandomState; 2],
+}
 
 impl CopyKey {
+    /// Keys under two random SipHash keys.
+    pub fn new() -> CopyKey {
+        CopyKey {
+            halves: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+        }
+    }
+
     /// The key of a signed page at `url` whose software text at its arrival is `software`;
     /// `None` for a page without an identity (the rules of one page need it).
-    pub fn of(signed: &Signed, url: &str, software: &[u32]) -> Option<u128> {
-        use std::hash::{Hash, Hasher};
+    pub fn of(&self, signed: &Signed, url: &str, software: &[u32]) -> Option<u128> {
+        use std::hash::{BuildHasher, Hash, Hasher};
         let identity = signed.identity?;
         let host = crate::index::freq::host_hash(url);
-        let half = |key: u64| {
-            let mut h = std::hash::DefaultHasher::new();
-            key.hash(&mut h);
+        let half = |k: &std::hash::RandomState| {
+            let mut h = k.build_hasher();
             identity.hash(&mut h);
             signed.title.hash(&mut h);
             signed.sigs.entries().hash(&mut h);
@@ -190,9 +203,13 @@ impl CopyKey {
             host.hash(&mut h);
             h.finish()
         };
-        Some(
-            u128::from(half(0x636f_7079_6b65_7930)) << 64 | u128::from(half(0x6f6e_6570_6167_6531)),
-        )
+        Some(u128::from(half(&self.halves[0])) << 64 | u128::from(half(&self.halves[1])))
+    }
+}
+
+impl Default for CopyKey {
+    fn default() -> Self {
+        CopyKey::new()
     }
 }
 
@@ -249,6 +266,7 @@ impl Shard {
             pending: FxHashSet::default(),
             keys: FxHashSet::default(),
             copies: 0,
+            copy_key: CopyKey::new(),
         })
     }
 
@@ -342,7 +360,7 @@ impl Shard {
             let kind = match judged {
                 Judged::Skipped => DecisionKind::Skipped,
                 Judged::Matched if q.set_len() == 0 => DecisionKind::Unique,
-                _ => match CopyKey::of(signed, page.url, &software) {
+                _ => match self.copy_key.of(signed, page.url, &software) {
                     Some(key) if !self.keys.insert(key) => {
                         self.copies += 1;
                         DecisionKind::Duplicate

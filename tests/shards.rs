@@ -100,6 +100,23 @@ fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage
 const ROLES: usize = SHARDS + 2;
 const AGGREGATOR: usize = SHARDS + 1;
 
+/// Every role (the signer, the shards, the aggregator), each ready.
+fn start_all(b: &Broker, dir: &Path, extra: &[&str]) -> Vec<Stage> {
+    let stages: Vec<Stage> = (0..ROLES).map(|w| start(b, dir, w, 0, extra)).collect();
+    for s in &stages {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    stages
+}
+
+/// Stops every role cleanly (status 0).
+fn stop_all(stages: &mut [Stage]) {
+    for s in stages {
+        s.signal("TERM");
+        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
+    }
+}
+
 /// The pages of the input in the signed topic's order (the first signed record of each id).
 fn signed_order(b: &Broker, inputs: &[Input]) -> Vec<Input> {
     let by_id: BTreeMap<String, &Input> = inputs
@@ -148,10 +165,7 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     topics_create(&b);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
-    for s in &stages {
-        s.wait_ready(Duration::from_secs(60));
-    }
+    let mut stages = start_all(&b, d, &[]);
     let (records, bad) = inputs(0, 100);
     b.produce("pages", &records);
     let pages = records.len() - bad;
@@ -243,10 +257,7 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     assert_eq!(bad_signed[0]["source"]["topic"], SIGNED);
     let order = signed_order(&b, &all);
     assert_eq!(decisions(&outs), file_mode(&order, d));
-    for s in &mut stages {
-        s.signal("TERM");
-        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    }
+    stop_all(&mut stages);
 }
 
 /// A page copied 40 times: the owners take each copy out of their lists once the aggregator
@@ -261,10 +272,7 @@ fn the_owners_drop_the_copies_the_aggregator_decided() {
     topics_create(&b);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
-    for s in &stages {
-        s.wait_ready(Duration::from_secs(60));
-    }
+    let mut stages = start_all(&b, d, &[]);
     let html = story_page(7, 0, false);
     let copy = |k: usize| -> Input {
         let id = format!("copy-{k:02}");
@@ -349,10 +357,7 @@ fn the_owners_drop_the_copies_the_aggregator_decided() {
     );
     let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60));
     assert_eq!(decisions(&outs), file_mode(&signed_order(&b, &all), d));
-    for s in &mut stages {
-        s.signal("TERM");
-        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    }
+    stop_all(&mut stages);
 }
 
 /// A flood of near-copies (a calendar trap: one page whose text names its day, under
@@ -367,10 +372,7 @@ fn votes_past_the_record_limit_go_in_parts_that_the_aggregator_joins() {
     topics_create(&b);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &[])).collect();
-    for s in &stages {
-        s.wait_ready(Duration::from_secs(60));
-    }
+    let mut stages = start_all(&b, d, &[]);
     stages[AGGREGATOR].signal("TERM");
     assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(60)), Some(0));
     let html = story_page(9, 2, false);
@@ -435,10 +437,7 @@ fn votes_past_the_record_limit_go_in_parts_that_the_aggregator_joins() {
     assert_eq!(got, file_mode(&signed_order(&b, &flood), d));
     let dups = got.values().filter(|(d, _)| d == "duplicate").count();
     assert!(dups >= 90, "the near-copies were found ({dups})");
-    for s in &mut stages {
-        s.signal("TERM");
-        assert_eq!(s.wait(Duration::from_secs(60)), Some(0));
-    }
+    stop_all(&mut stages);
 }
 
 /// Exactly-once on every role, while pages arrive: twenty SIGKILLs, five of each role (the

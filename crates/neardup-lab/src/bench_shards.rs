@@ -353,10 +353,8 @@ mod tests {
         }
     }
 
-    /// And every real page of the dev sample, at the default text rules (the software-text
-    /// counts, the host and identity rules included).
-    #[test]
-    fn shards_decide_real_pages_as_one_decider() {
+    /// The dev sample's path, or `None` (the test skipped) where it is missing outside CI.
+    fn dev_sample() -> Option<std::path::PathBuf> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data/goldstyle-dev-sample.jsonl.gz");
         if !path.exists() {
@@ -366,8 +364,18 @@ mod tests {
                 path.display()
             );
             eprintln!("skipped: no {}", path.display());
-            return;
+            return None;
         }
+        Some(path)
+    }
+
+    /// And every real page of the dev sample, at the default text rules (the software-text
+    /// counts, the host and identity rules included).
+    #[test]
+    fn shards_decide_real_pages_as_one_decider() {
+        let Some(path) = dev_sample() else {
+            return;
+        };
         let params = IndexParams::default();
         let mut pages = corpus_pages(&path, &params, u64::MAX).unwrap();
         assert!(pages.len() > 100, "{} pages", pages.len());
@@ -389,17 +397,9 @@ mod tests {
     /// n²/(2S) votes a shard for n copies if they were held as unique until decided).
     #[test]
     fn a_flood_of_copies_votes_for_one_page_of_them_a_shard() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/data/goldstyle-dev-sample.jsonl.gz");
-        if !path.exists() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI=true and no {}: this test checks real pages",
-                path.display()
-            );
-            eprintln!("skipped: no {}", path.display());
+        let Some(path) = dev_sample() else {
             return;
-        }
+        };
         let params = IndexParams::default();
         let real = corpus_pages(&path, &params, u64::MAX).unwrap();
         let mut pages: Vec<StreamPage> = Vec::new();

@@ -30,7 +30,8 @@ use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Index, IndexError, Method, SigDelta,
 };
 use crate::signature::{
-    length_bound, mass, similarity, similarity_at_least, template, Signatures, Signed, Signer,
+    length_bound, mass, similarity, similarity_at_least, template, Measure, Signatures, Signed,
+    Signer,
 };
 
 /// Most decisions whose log the streaming stage writes out together, holding them until it
@@ -231,6 +232,9 @@ impl Deduplicator {
                 if doc.decision.kind != DecisionKind::Unique || !keys.one_page(&doc) {
                     continue;
                 }
+                if pass > 0 && !found_at_any_prefix(&self.index, probes[pass - 1], &doc) {
+                    continue;
+                }
                 if best
                     .as_ref()
                     .is_none_or(|(b, _, _)| doc.first_seen < b.first_seen)
@@ -344,8 +348,22 @@ impl<'a> PairRule<'a> {
         if kept_apart(self.tmpl, self.keys, doc, &mut host).is_some() {
             return None;
         }
-        let informative = index.informative_doc(doc);
-        let d = informative.as_ref().unwrap_or(&doc.sigs).entries();
+        let matched = doc.matched_sigs();
+        if let std::borrow::Cow::Owned(m) = &matched {
+            // listed under its whole set, compared on the set without its software text
+            // ([`found_at_any_prefix`])
+            if m.set_len() < index.params().min_signatures as usize
+                && self.measure == Measure::Jaccard
+                && !similarity_at_least(self.q, doc.sigs.entries(), Measure::Jaccard, self.tau)
+            {
+                return None;
+            }
+        }
+        let informative = index.informative(&doc.url, &matched);
+        let d = match &informative {
+            Some(kept) => kept.entries(),
+            None => matched.entries(),
+        };
         let m = self.measure;
         if !length_bound(self.mq, mass(d, m), self.tau)
             || !similarity_at_least(self.q, d, m, self.tau)
@@ -354,6 +372,30 @@ impl<'a> PairRule<'a> {
         }
         Some(similarity(self.q, d, m))
     }
+}
+
+/// Whether the exact lists find `doc` when asked with `probe`, whatever signatures they
+/// listed it under: `probe` reaches τ with the set they hold it by
+/// ([`DocRecord::listed_sigs`]), which the lists guarantee to find (their module's doc). A
+/// page below that may be found or not: its prefix was chosen by the lengths of the lists
+/// when it was listed, which differ in another index (a shard of a sharded decider holds
+/// part of the pages) and in lists rebuilt in another order after a restart. So no decision
+/// rests on such a candidate, and a decision does not depend on the lists' history.
+///
+/// The listed set is the set a page is compared on but for a page with too little text of
+/// its own, which is listed under its whole set: only then, and for the probes of
+/// [`Deduplicator::identical_copy`], which are not the set compared, does this rule out a
+/// pair that the similarity alone would take. For the weighted measure the lists are not
+/// exact in this sense (their module's doc), and this says true.
+pub fn found_at_any_prefix(index: &Index, probe: &Signatures, doc: &DocRecord) -> bool {
+    let p = index.params();
+    p.measure != Measure::Jaccard
+        || similarity_at_least(
+            probe.entries(),
+            doc.listed_sigs(p.min_signatures as usize).entries(),
+            Measure::Jaccard,
+            p.threshold,
+        )
 }
 
 /// What the index keeps, the same schedule for every driver: every [`Retention::EVERY`]

@@ -23,13 +23,16 @@
 //! page in the one order, so every shard's counts are the one decider's. A vote is cast by
 //! the rule that decides a pair ([`super::PairRule`], [`super::Keys::one_page`]), which
 //! reads the two pages only; the exact lists find every indexed page at or above τ, in a
-//! shard's lists as in one index. So the union of the votes for pages decided unique is the
+//! shard's lists as in one index, and no rule takes a page they might miss
+//! ([`super::found_at_any_prefix`]: a page's prefix is chosen by the lengths of the lists it
+//! was listed in, which differ between a shard and one index). So the union of the votes for pages decided unique is the
 //! set of matches the one decider chooses from, and the aggregator chooses as it does.
 //!
 //! **What it holds for.**
-//! - The exact lists (SpotSigs or sentences) without document frequencies, whose informative
-//!   signatures depend on the decisions of pages a shard does not hold: [`Shard::new`]
-//!   refuses the others.
+//! - The exact lists (SpotSigs or sentences) with the jaccard measure, without document
+//!   frequencies, whose informative signatures depend on the decisions of pages a shard
+//!   does not hold: [`Shard::new`] refuses the others (the weighted measure's candidates
+//!   are not exact: they depend on the pages an index holds).
 //! - No retention: its removals make an index count its software text again from the pages
 //!   it holds, and a shard holds a part of them. (Retention is the driver's schedule, not an
 //!   index setting: a driver of shards must not sweep them.)
@@ -52,7 +55,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{Keys, PageRef, PairRule};
+use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
 };
@@ -238,6 +241,13 @@ impl Shard {
             return refuse(&format!(
                 "decides on the exact lists only (spotsigs, sentences), not {}",
                 p.method
+            ));
+        }
+        if p.measure != crate::signature::Measure::Jaccard {
+            return refuse(&format!(
+                "decides with the jaccard measure only, not {}: the lists' candidates of the \
+                 weighted measure depend on the pages each index holds",
+                p.measure
             ));
         }
         if p.frequencies {
@@ -475,7 +485,10 @@ impl Shard {
                 let Some(doc) = self.index.doc(c.doc)? else {
                     continue;
                 };
-                if doc.decision.kind != DecisionKind::Unique || !keys.one_page(&doc) {
+                if doc.decision.kind != DecisionKind::Unique
+                    || !keys.one_page(&doc)
+                    || !found_at_any_prefix(&self.index, probe, &doc)
+                {
                     continue;
                 }
                 let sim = similarity(signed.sigs.entries(), doc.sigs.entries(), m);

@@ -1177,3 +1177,79 @@ fn a_long_page_with_few_spots_is_not_short() {
         );
     }
 }
+
+/// A page with too little text of its own is listed under its whole signature set and
+/// compared on its set without software text. A probe that reaches τ with the second but not
+/// with the first is no match, whatever prefix the lists chose for the page: otherwise the
+/// decision would depend on the lengths of the lists when the page was listed (another
+/// index, a shard of a sharded decider, lists rebuilt after a restart).
+#[test]
+fn a_match_does_not_depend_on_the_prefix_the_lists_chose() {
+    use crate::index::{Decision, DocRecord};
+    use crate::signature::Signatures;
+    let p = IndexParams::default();
+    assert_eq!((p.min_signatures, p.threshold), (10, 0.5));
+    let doc = |id: &str, hashes: Vec<u32>, software: Vec<u32>| DocRecord {
+        id: id.into(),
+        url: format!("https://{id}.test/"),
+        first_seen: 0,
+        fingerprint: vec![0],
+        sigs: Signatures::from_hashes(hashes),
+        decision: Decision::plain(DecisionKind::Unique),
+        delta: None,
+        template: Vec::new(),
+        identity: None,
+        title: None,
+        blocks: Vec::new(),
+        software,
+    };
+    // six signatures of its own (the lowest hashes) and eighteen of software text: listed
+    // under all 24, thirteen of them by the lists' prefix
+    let own: Vec<u32> = (1..=6).collect();
+    let software: Vec<u32> = (100..118).collect();
+    let y = doc(
+        "y",
+        own.iter().chain(&software).copied().collect(),
+        software,
+    );
+    // the probe: y's own six and six more, Jaccard 0.5 with y's own set, 0.2 with its whole
+    let q = Signatures::from_hashes(own.iter().copied().chain(200..206).collect());
+    let listed = y.listed_sigs(10);
+    assert_eq!(listed.set_len(), 24, "listed under its whole set");
+    assert!(similarity(q.entries(), y.matched_sigs().entries(), Measure::Jaccard) >= 0.5);
+    assert!(!found_at_any_prefix(
+        &Index::memory(p.clone()).unwrap(),
+        &q,
+        &y
+    ));
+
+    let matches = |first: Option<DocRecord>| {
+        let mut index = Index::memory(p.clone()).unwrap();
+        if let Some(z) = first {
+            index.put(&z).unwrap();
+        }
+        index.put(&y).unwrap();
+        let mut cands = Vec::new();
+        index.list_candidates(&q, &mut cands).unwrap();
+        let found = cands
+            .iter()
+            .any(|c| index.doc(c.doc).unwrap().unwrap().id == "y");
+        let mut rule = PairRule::new(&index, &q, &[], None);
+        let matched = cands.iter().any(|c| {
+            let d = index.doc(c.doc).unwrap().unwrap();
+            d.id == "y" && rule.similarity(&index, &d).is_some()
+        });
+        (found, matched)
+    };
+    // alone, y's prefix holds its own signatures (the lists are empty: ties by hash), and
+    // the probe meets it
+    assert_eq!(matches(None), (true, false));
+    // after a page that lists y's own signatures, y's prefix is all software text, and
+    // the probe does not meet it; no match either way
+    let z = doc(
+        "z",
+        own.iter().copied().chain(1000..1010).collect(),
+        Vec::new(),
+    );
+    assert_eq!(matches(Some(z)), (false, false));
+}

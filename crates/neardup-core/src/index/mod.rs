@@ -671,15 +671,6 @@ impl Index {
         Ok(())
     }
 
-    /// The signatures a stored document is matched on ([`DocRecord::matched_sigs`], then
-    /// [`Index::informative`]).
-    pub fn informative_doc(&self, doc: &DocRecord) -> Option<Signatures> {
-        match doc.matched_sigs() {
-            std::borrow::Cow::Borrowed(all) => self.informative(&doc.url, all),
-            std::borrow::Cow::Owned(m) => Some(self.informative(&doc.url, &m).unwrap_or(m)),
-        }
-    }
-
     /// The signatures of a page at `url` that are used for matching: all of them, unless
     /// the index counts document frequencies; then those inside the IDF band that are not
     /// template text of the page's host ([`freq`]). `None` when nothing is left out.

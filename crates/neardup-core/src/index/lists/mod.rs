@@ -35,7 +35,9 @@
 //!
 //! Neither bound depends on which signatures `y` put in its prefix, so the lists can be
 //! rebuilt in another order (after a restart, after retention) and decisions stay the same:
-//! the verification decides, and the candidates always contain every match.
+//! the verification decides, and the candidates always contain every match. A candidate
+//! below τ with the set it was listed under may be met or not, by the prefix it got; the
+//! rules take none of them ([`crate::dedup::found_at_any_prefix`]).
 //!
 //! For the weighted measure the set bounds do not hold (a weighted match can share few
 //! distinct signatures), so only the length window on set sizes and one shared prefix

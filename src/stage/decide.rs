@@ -317,29 +317,27 @@ impl Decider<'_> {
             .fetched_at
             .or(inbound.timestamp_ms.map(|ms| ms.div_euclid(1000)))
             .unwrap_or_else(now_secs);
-        if let Some(marks) = &mut self.marks {
-            // written to the log before the decision: a crash before the commit leaves a
-            // mark, and the next start removes what the decision stored
-            let position = position_bytes(&inbound.topic, inbound.partition, inbound.offset);
-            dedup
-                .index_mut()
-                .mark_pending(&position, &page.doc_id)
-                .context("the index cannot record a decision")?;
+        // exactly-once: the decision's document is written with a mark of its input's
+        // position, in one write; a crash before the commit leaves the mark, and the next
+        // start removes what the decision stored
+        let position = self.marks.as_mut().map(|marks| {
             marks.push_back((
                 Arc::clone(&inbound.topic),
                 inbound.partition,
                 inbound.offset,
             ));
-        }
+            position_bytes(&inbound.topic, inbound.partition, inbound.offset)
+        });
         let t = Instant::now();
         let outcome = dedup
-            .decide(
+            .decide_marked(
                 PageRef {
                     id: &page.doc_id,
                     url: &page.page.url,
                     first_seen,
                 },
                 &signed,
+                position.as_deref(),
             )
             .context("the index cannot record a decision")?;
         observe("lookup", t.elapsed());
@@ -510,17 +508,19 @@ fn publish(index: &Index, ready: &mut Vec<Outbound>, out: &mpsc::Sender<Outbound
     Ok(true)
 }
 
+/// The index's gauges: the families' estimates only, which cost a few property reads (the
+/// lists' shape, which [`Index::stats`] also gives, is a pass over all their entries, and
+/// stopped the decisions for half a second every interval at 1M pages).
 fn publish_index_stats(index: &Index) {
-    match index.stats() {
-        Ok(st) => {
-            let docs = st
-                .families
+    match index.family_stats() {
+        Ok(families) => {
+            let docs = families
                 .iter()
                 .find(|(f, _, _)| f == "docs")
                 .map_or(0, |(_, k, _)| *k);
             metrics::gauge!(tm::INDEX_DOCUMENTS).set(docs as f64);
             metrics::gauge!(tm::INDEX_PAGES).set(index.pages() as f64);
-            for (family, keys, bytes) in st.families {
+            for (family, keys, bytes) in families {
                 metrics::gauge!(tm::INDEX_KEYS, "family" => family.clone()).set(keys as f64);
                 metrics::gauge!(tm::INDEX_BYTES, "family" => family).set(bytes as f64);
             }

@@ -105,6 +105,19 @@ impl Deduplicator {
 
     /// Decides one signed page and stores the decision.
     pub fn decide(&mut self, page: PageRef<'_>, signed: &Signed) -> Result<Outcome, IndexError> {
+        self.decide_marked(page, signed, None)
+    }
+
+    /// [`Deduplicator::decide`] for a driver that marks its decisions with its input's
+    /// `position` ([`Index::mark_pending`]): the mark is written with the decision's
+    /// document, in one write ([`Index::put_marked`]); a repeated id stores nothing and
+    /// leaves no mark.
+    pub fn decide_marked(
+        &mut self,
+        page: PageRef<'_>,
+        signed: &Signed,
+        mark: Option<&[u8]>,
+    ) -> Result<Outcome, IndexError> {
         if let Some(rec) = self.index.find_id(page.id)? {
             return Ok(Outcome {
                 decision: rec.decision,
@@ -143,7 +156,7 @@ impl Deduplicator {
             None if skipped => Decision::plain(DecisionKind::Skipped),
             None => Decision::plain(DecisionKind::Unique),
         };
-        self.index.put(&DocRecord {
+        let record = DocRecord {
             id: page.id.to_string(),
             url: page.url.to_string(),
             first_seen: page.first_seen,
@@ -156,7 +169,8 @@ impl Deduplicator {
             title: signed.title,
             blocks: signed.short.blocks.clone(),
             software,
-        })?;
+        };
+        self.index.put_marked(&record, mark)?;
         Ok(Outcome {
             decision,
             repeated: false,
@@ -232,7 +246,7 @@ impl Deduplicator {
                 if doc.decision.kind != DecisionKind::Unique || !keys.one_page(&doc) {
                     continue;
                 }
-                if pass > 0 && !found_at_any_prefix(&self.index, probes[pass - 1], &doc) {
+                if pass > 0 && !found_at_any_prefix(&self.index, probes[pass - 1], &doc, c) {
                     continue;
                 }
                 if best
@@ -282,6 +296,9 @@ impl Deduplicator {
             let Some(sim) = rule.similarity(&self.index, &doc) else {
                 continue;
             };
+            if !found_at_any_prefix(&self.index, q, &doc, c) {
+                continue;
+            }
             if best.as_ref().is_none_or(|(_, s, _)| sim > *s) {
                 best = Some((doc, sim, *c));
             }
@@ -349,16 +366,6 @@ impl<'a> PairRule<'a> {
             return None;
         }
         let matched = doc.matched_sigs();
-        if let std::borrow::Cow::Owned(m) = &matched {
-            // listed under its whole set, compared on the set without its software text
-            // ([`found_at_any_prefix`])
-            if m.set_len() < index.params().min_signatures as usize
-                && self.measure == Measure::Jaccard
-                && !similarity_at_least(self.q, doc.sigs.entries(), Measure::Jaccard, self.tau)
-            {
-                return None;
-            }
-        }
         let informative = index.informative(&doc.url, &matched);
         let d = match &informative {
             Some(kept) => kept.entries(),
@@ -374,22 +381,32 @@ impl<'a> PairRule<'a> {
     }
 }
 
-/// Whether the exact lists find `doc` when asked with `probe`, whatever signatures they
-/// listed it under: `probe` reaches τ with the set they hold it by
+/// Whether the exact lists find `doc`, a candidate `c` they gave for `probe`, whatever
+/// signatures they listed it under: `probe` reaches τ with the set they hold it by
 /// ([`DocRecord::listed_sigs`]), which the lists guarantee to find (their module's doc). A
-/// page below that may be found or not: its prefix was chosen by the lengths of the lists
-/// when it was listed, which differ in another index (a shard of a sharded decider holds
-/// part of the pages) and in lists rebuilt in another order after a restart. So no decision
-/// rests on such a candidate, and a decision does not depend on the lists' history.
+/// page below that may be met or not: its prefix was chosen by the lengths of the lists when
+/// it was listed, which differ in another index (a shard of a sharded decider holds part of
+/// the pages) and in lists rebuilt in another order after a restart. So no decision rests
+/// on such a candidate, and, with the jaccard measure and without document frequencies, a
+/// decision does not depend on the lists' history.
 ///
-/// The listed set is the set a page is compared on but for a page with too little text of
-/// its own, which is listed under its whole set: only then, and for the probes of
+/// The listed set is the set a page is compared on, but for a page with too little text of
+/// its own, which is listed under its whole set: only for those, and for the probes of
 /// [`Deduplicator::identical_copy`], which are not the set compared, does this rule out a
-/// pair that the similarity alone would take. For the weighted measure the lists are not
-/// exact in this sense (their module's doc), and this says true.
-pub fn found_at_any_prefix(index: &Index, probe: &Signatures, doc: &DocRecord) -> bool {
+/// pair the rest of the rule takes. True for a candidate of the fingerprint tables (exact
+/// within their Hamming radius, with no prefix), and with the weighted measure, whose
+/// candidates are not exact in this sense (the lists' module doc).
+pub fn found_at_any_prefix(
+    index: &Index,
+    probe: &Signatures,
+    doc: &DocRecord,
+    c: &Candidate,
+) -> bool {
     let p = index.params();
-    p.measure != Measure::Jaccard
+    !matches!(
+        c.found,
+        crate::index::Found::Spotsigs | crate::index::Found::Sentences
+    ) || p.measure != Measure::Jaccard
         || similarity_at_least(
             probe.entries(),
             doc.listed_sigs(p.min_signatures as usize).entries(),

@@ -24,8 +24,8 @@
 //! the rule that decides a pair ([`super::PairRule`], [`super::Keys::one_page`]), which
 //! reads the two pages only; the exact lists find every indexed page at or above τ, in a
 //! shard's lists as in one index, and no rule takes a page they might miss
-//! ([`super::found_at_any_prefix`]: a page's prefix is chosen by the lengths of the lists it
-//! was listed in, which differ between a shard and one index). So the union of the votes for pages decided unique is the
+//! ([`super::found_at_any_prefix`]: a page's prefix is chosen by the lengths of the lists
+//! it was listed in, which differ between a shard and one index). So the union of the votes for pages decided unique is the
 //! set of matches the one decider chooses from, and the aggregator chooses as it does.
 //!
 //! **What it holds for.**
@@ -453,7 +453,9 @@ impl Shard {
                 continue;
             }
             if let Some(sim) = rule.similarity(&self.index, &doc) {
-                votes.push(vote(doc, c, sim, 0));
+                if found_at_any_prefix(&self.index, q, &doc, c) {
+                    votes.push(vote(doc, c, sim, 0));
+                }
             }
         }
         Ok(())
@@ -487,7 +489,7 @@ impl Shard {
                 };
                 if doc.decision.kind != DecisionKind::Unique
                     || !keys.one_page(&doc)
-                    || !found_at_any_prefix(&self.index, probe, &doc)
+                    || !found_at_any_prefix(&self.index, probe, &doc, c)
                 {
                     continue;
                 }
@@ -666,6 +668,9 @@ mod tests {
         p.frequencies = true;
         assert!(Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).is_err());
         p.frequencies = false;
+        p.measure = crate::signature::Measure::Weighted;
+        assert!(Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).is_err());
+        p.measure = crate::signature::Measure::Jaccard;
         assert!(Shard::new(Index::memory(p.clone()).unwrap(), 2, 2).is_err());
         let mut full = Shard::new(Index::memory(p.clone()).unwrap(), 0, 1).unwrap();
         let signed = crate::signature::Signer::new(&p.signature)

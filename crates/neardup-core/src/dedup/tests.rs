@@ -1217,11 +1217,20 @@ fn a_match_does_not_depend_on_the_prefix_the_lists_chose() {
     let listed = y.listed_sigs(10);
     assert_eq!(listed.set_len(), 24, "listed under its whole set");
     assert!(similarity(q.entries(), y.matched_sigs().entries(), Measure::Jaccard) >= 0.5);
+    let found = |found| Candidate {
+        doc: 0,
+        hamming: None,
+        found,
+    };
+    let empty = Index::memory(p.clone()).unwrap();
     assert!(!found_at_any_prefix(
-        &Index::memory(p.clone()).unwrap(),
+        &empty,
         &q,
-        &y
+        &y,
+        &found(Found::Spotsigs)
     ));
+    // a candidate of the fingerprint tables has no prefix
+    assert!(found_at_any_prefix(&empty, &q, &y, &found(Found::AlgG)));
 
     let matches = |first: Option<DocRecord>| {
         let mut index = Index::memory(p.clone()).unwrap();
@@ -1234,10 +1243,13 @@ fn a_match_does_not_depend_on_the_prefix_the_lists_chose() {
         let found = cands
             .iter()
             .any(|c| index.doc(c.doc).unwrap().unwrap().id == "y");
+        // the rule of `Deduplicator::verify` and of a shard's votes
         let mut rule = PairRule::new(&index, &q, &[], None);
         let matched = cands.iter().any(|c| {
             let d = index.doc(c.doc).unwrap().unwrap();
-            d.id == "y" && rule.similarity(&index, &d).is_some()
+            d.id == "y"
+                && rule.similarity(&index, &d).is_some()
+                && found_at_any_prefix(&index, &q, &d, c)
         });
         (found, matched)
     };

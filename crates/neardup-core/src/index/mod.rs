@@ -134,6 +134,9 @@ pub struct Index {
     software_saved: Option<freq::Stamp>,
     /// The same for the lists snapshot: (epoch, next_doc).
     lists_saved: Option<(u64, u64)>,
+    /// The positions whose marks are in the `meta` family ([`pending`]), read at open and
+    /// kept with every mark and clearing: whether a position holds a mark is asked here.
+    marked: rustc_hash::FxHashSet<Box<[u8]>>,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -407,7 +410,13 @@ impl Index {
             pages: 0,
             software_saved: None,
             lists_saved: None,
+            marked: Default::default(),
         };
+        index.marked = index
+            .pending()?
+            .into_iter()
+            .map(|(p, _, _)| p.into())
+            .collect();
         index.restore_lists(stop)?;
         index.restore_software(stop)?;
         index.fill_ids(stop)?;
@@ -567,6 +576,13 @@ impl Index {
     /// Stores a decided document in one atomic batch: its record, its id and, for a unique
     /// document, its index entries. Returns its internal number.
     pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
+        self.put_marked(rec, None)
+    }
+
+    /// [`Index::put`], with the mark of the driver's position `mark` ([`Index::mark_pending`])
+    /// in the same write, unless the position holds a mark already: one write where a mark
+    /// and the decision took two, and the mark is in the log when the decision is.
+    pub fn put_marked(&mut self, rec: &DocRecord, mark: Option<&[u8]>) -> Result<u64, IndexError> {
         // the counts of the documents before this one, before it is written
         self.settle_software()?;
         let num = self.next_doc;
@@ -586,12 +602,16 @@ impl Index {
         if unique && self.lists.is_some() && num > lists::MAX_DOC {
             return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
         }
+        let marked = mark.filter(|position| self.stage_mark(&mut b, position, num, &rec.id));
         // an id stored before is stored again under the new number (a page decided again):
         // the index holds no more pages than before
         let new_id = !self.ids.may_contain(rec.id.as_bytes())
             || self.store.get(Column::Ids, rec.id.as_bytes())?.is_none();
         // the deciding loop writes the log out before it publishes the decision
         self.store.write_buffered(b)?;
+        if let Some(position) = marked {
+            self.marked.insert(position.into());
+        }
         self.next_doc = num + 1;
         self.ids.insert(rec.id.as_bytes());
         self.pages += u64::from(new_id);
@@ -689,6 +709,18 @@ impl Index {
         Signatures::from_entries(kept)
     }
 
+    /// (family, keys, bytes) of every family, as the store estimates them: cheap, where
+    /// [`Index::stats`] also reads the shape of every list (a pass over all their entries,
+    /// a second at millions of pages).
+    pub fn family_stats(&self) -> Result<Vec<(String, u64, u64)>, IndexError> {
+        let mut families = Vec::new();
+        for f in Column::ALL {
+            let s = self.store.family_stats(f)?;
+            families.push((f.name().to_string(), s.keys, s.bytes));
+        }
+        Ok(families)
+    }
+
     /// The document frequencies, if the index counts them.
     pub fn frequencies(&self) -> Option<&freq::Freq> {
         self.freq.as_ref()
@@ -696,11 +728,7 @@ impl Index {
 
     /// Sizes of every family.
     pub fn stats(&self) -> Result<IndexStats, IndexError> {
-        let mut families = Vec::new();
-        for f in Column::ALL {
-            let s = self.store.family_stats(f)?;
-            families.push((f.name().to_string(), s.keys, s.bytes));
-        }
+        let families = self.family_stats()?;
         Ok(IndexStats {
             format_version: FORMAT_VERSION,
             params: self.params.clone(),

@@ -48,17 +48,31 @@ impl Index {
     /// document the first time, under a number at least the first mark's, and the second
     /// decision (a repeated id) stored nothing; a later mark's larger number would keep the
     /// undo from removing that document.
+    ///
+    /// [`Index::put_marked`] writes the mark with the decision's document instead, in one
+    /// write; a decision that stores nothing (a repeated id) then leaves no mark, and none is
+    /// needed, since there is nothing to undo.
     pub fn mark_pending(&mut self, position: &[u8], id: &str) -> Result<(), IndexError> {
-        if self.store.get(Column::Meta, &key(position))?.is_some() {
-            return Ok(());
+        let mut b = Batch::with_capacity(PREFIX.len() + position.len() + 8 + id.len(), 1);
+        if self.stage_mark(&mut b, position, self.next_doc, id) {
+            self.store.write_buffered(b)?;
+            self.marked.insert(position.into());
+        }
+        Ok(())
+    }
+
+    /// Adds the mark of `position` (the next document number `num` and `id`) to `b`, unless
+    /// the position holds a mark already; returns whether it added it (the caller records
+    /// the position in `marked` once `b` is written).
+    pub(super) fn stage_mark(&self, b: &mut Batch, position: &[u8], num: u64, id: &str) -> bool {
+        if self.marked.contains(position) {
+            return false;
         }
         let mut v = Vec::with_capacity(8 + id.len());
-        v.extend_from_slice(&self.next_doc.to_be_bytes());
+        v.extend_from_slice(&num.to_be_bytes());
         v.extend_from_slice(id.as_bytes());
-        let mut b = Batch::with_capacity(PREFIX.len() + position.len() + v.len(), 1);
         b.put(Column::Meta, &key(position), &v);
-        self.store.write_buffered(b)?;
-        Ok(())
+        true
     }
 
     /// Clears the marks at these positions (their decisions were committed), and records
@@ -72,8 +86,11 @@ impl Index {
         let mut b = Batch::default();
         let mut any = false;
         for p in positions {
-            b.delete(Column::Meta, &key(p));
-            any = true;
+            // a decision that stored nothing left no mark
+            if self.marked.remove(p) {
+                b.delete(Column::Meta, &key(p));
+                any = true;
+            }
         }
         if let Some(n) = changelog_next {
             b.put(Column::Meta, CHANGELOG_NEXT, &n.to_be_bytes());
@@ -177,6 +194,7 @@ impl Index {
             b.delete(Column::Meta, &key(position));
         }
         self.store.write(b)?;
+        self.marked.clear();
         Ok(done)
     }
 }
@@ -299,5 +317,38 @@ mod tests {
             Some(1)
         );
         assert!(ix.rewind_pending().unwrap() == Undone::default());
+    }
+
+    #[test]
+    fn a_mark_written_with_its_decision_is_read_back_and_undone_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let params = IndexParams::default();
+        {
+            let mut ix = Index::open_dir(dir.path(), params.clone()).unwrap();
+            ix.put(&doc("a", 1000)).unwrap();
+            // b stored with its mark in one write; the mark names b's number
+            assert_eq!(ix.put_marked(&doc("b", 2000), Some(b"p1")).unwrap(), 1);
+            assert_eq!(ix.pending().unwrap(), vec![(b"p1".to_vec(), 1, "b".into())]);
+            // a position marked already keeps its first mark (b redelivered: repeated)
+            ix.mark_pending(b"p1", "b").unwrap();
+            assert_eq!(ix.pending().unwrap(), vec![(b"p1".to_vec(), 1, "b".into())]);
+            ix.put_marked(&doc("d", 4000), Some(b"p2")).unwrap();
+            ix.put_marked(&doc("e", 5000), Some(b"p3")).unwrap();
+            // clearing a position that holds no mark (a repeated id's) writes nothing
+            ix.clear_pending([&b"p3"[..], &b"p9"[..]], None).unwrap();
+            assert_eq!(ix.pending().unwrap().len(), 2);
+            ix.flush_wal().unwrap();
+        }
+        // the process died: the marks are read back at open, and known there
+        let mut ix = Index::open_dir(dir.path(), params).unwrap();
+        ix.mark_pending(b"p2", "x").unwrap();
+        assert_eq!(ix.pending().unwrap()[1], (b"p2".to_vec(), 2, "d".into()));
+        let done = ix.undo_pending(&mut |_| false).unwrap();
+        assert_eq!((done.uncommitted, done.removed), (2, 2));
+        assert!(ix.find_id("b").unwrap().is_none() && ix.find_id("d").unwrap().is_none());
+        assert!(ix.find_id("a").unwrap().is_some() && ix.find_id("e").unwrap().is_some());
+        // a position cleared by the undo can be marked again
+        ix.put_marked(&doc("f", 6000), Some(b"p1")).unwrap();
+        assert_eq!(ix.pending().unwrap().len(), 1);
     }
 }

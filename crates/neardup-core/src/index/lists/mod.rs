@@ -37,7 +37,10 @@
 //! rebuilt in another order (after a restart, after retention) and decisions stay the same:
 //! the verification decides, and the candidates always contain every match. A candidate
 //! below τ with the set it was listed under may be met or not, by the prefix it got; the
-//! rules take none of them ([`crate::dedup::found_at_any_prefix`]).
+//! rules take none of them ([`crate::dedup::found_at_any_prefix`]). (With document
+//! frequencies a page is compared on fewer signatures than it is listed under, and a pair
+//! at τ on those may be below τ on the listed set: decisions can then depend on the
+//! prefixes; a sharded decider refuses frequencies.)
 //!
 //! For the weighted measure the set bounds do not hold (a weighted match can share few
 //! distinct signatures), so only the length window on set sizes and one shared prefix

@@ -25,8 +25,9 @@
 //! reads the two pages only; the exact lists find every indexed page at or above τ, in a
 //! shard's lists as in one index, and no rule takes a page they might miss
 //! ([`super::found_at_any_prefix`]: a page's prefix is chosen by the lengths of the lists
-//! it was listed in, which differ between a shard and one index). So the union of the votes for pages decided unique is the
-//! set of matches the one decider chooses from, and the aggregator chooses as it does.
+//! it was listed in, which differ between a shard and one index). So the union of the
+//! votes for pages decided unique is the set of matches the one decider chooses from, and
+//! the aggregator chooses as it does.
 //!
 //! **What it holds for.**
 //! - The exact lists (SpotSigs or sentences) with the jaccard measure, without document

@@ -710,8 +710,8 @@ impl Index {
     }
 
     /// (family, keys, bytes) of every family, as the store estimates them: cheap, where
-    /// [`Index::stats`] also reads the shape of every list (a pass over all their entries,
-    /// a second at millions of pages).
+    /// [`Index::stats`] also reads the shape of every list (a sort of all their entries,
+    /// about half a second at 1M pages).
     pub fn family_stats(&self) -> Result<Vec<(String, u64, u64)>, IndexError> {
         let mut families = Vec::new();
         for f in Column::ALL {

@@ -597,7 +597,8 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
 
 /// A decider with a standby, at defaults: two deciders of one index (`--standby`), each with
 /// its own index directory, and a signer, all exactly-once, while pages arrive. The
-/// deciding one is killed (SIGKILL): the standby takes over. Later the deciding one is
+/// deciding one is killed (SIGKILL): the standby takes over, and the killed one, started
+/// again, follows (it does not take the place of the deciding one). Later the deciding one is
 /// paused (SIGSTOP): the other takes over, and the paused one, resumed, is fenced and stops.
 /// A decider that exits (fenced, or handing the signed topic back) is started again, as its
 /// pod would be. A read_committed consumer sees every input answered exactly once, and the
@@ -698,6 +699,21 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
         if how == "KILL" {
             assert_eq!(deciders[a].wait(Duration::from_secs(10)), None);
             deciders[a] = start_decider(a);
+            // the restarted process follows: joining, it leaves the lease where it is
+            deciders[a].wait_ready(Duration::from_secs(90));
+            let out = deciders[other].metric("neardup_records_out_total", "");
+            wait_until(
+                Duration::from_secs(60),
+                "the deciding one decides on",
+                || deciders[other].metric("neardup_records_out_total", "") > out,
+            );
+            assert_eq!(
+                deciding(&deciders),
+                Some(other),
+                "a restarted standby took the place of the deciding decider"
+            );
+            assert_eq!(standby_gauge(&deciders[a]), Some(1.0));
+            assert!(deciders[other].child.try_wait().unwrap().is_none());
         } else {
             // resumed, the paused decider stops and writes nothing more (the exactly-once
             // check below sees no repeat): fenced when it tries to write its open
@@ -707,8 +723,9 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
             let code = deciders[a].wait(Duration::from_secs(120));
             let log = std::fs::read_to_string(&deciders[a].log).unwrap();
             let fenced = code.is_some_and(|c| c != 0) && log.contains("fenced");
-            let handed_over =
-                code == Some(0) && log.contains("the signed topic went to the other decider");
+            let handed_over = code == Some(0)
+                && (log.contains("the lease went to the other decider")
+                    || log.contains("the signed topic went to the other decider"));
             assert!(
                 fenced || handed_over,
                 "the resumed decider stops ({code:?}); log:\n{log}"

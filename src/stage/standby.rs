@@ -1,19 +1,25 @@
 //! A decider with a standby (`--standby`): two decider processes of one index, each with
-//! its own index directory, in one consumer group on the one-partition signed topic.
+//! its own index directory. Which of them decides is a lease: the signed topic's one
+//! partition in the group `GROUP.lease` (GROUP the decider's group), which uses the
+//! cooperative-sticky assignor, so a process that joins leaves the lease where it is (a
+//! standby restarted beside a deciding process does not take its place). Only the process
+//! that holds the lease joins the decider's own group on the signed topic.
 //!
-//! - **Following.** The process the signed topic is not assigned to reads the changelog
-//!   (`read_committed`) into its index, from the offset the index records
+//! - **Following.** A process without the lease reads the changelog (`read_committed`) into
+//!   its index, from the offset the index records
 //!   ([`crate::index::Index::changelog_next`]), and is ready: it serves `/v1/group` and
 //!   `/v1/explain` from its index.
-//! - **Taking over.** When the group assigns it the signed topic (the other process left, or
-//!   its session of [`STANDBY_SESSION_TIMEOUT`](super::settings::STANDBY_SESSION_TIMEOUT) ran
-//!   out), it keeps the partition paused, starts its transactional producer with the id both
-//!   processes share (the broker fences the other one and aborts the transaction it left
-//!   open), reads the changelog to its end, and only then consumes the signed topic, from the
-//!   offset the last committed transaction stored. Its index is then what the committed
-//!   outputs announced: it decides as the other process would have.
-//! - **Handing over.** A deciding process that loses the signed topic in a rebalance stops
-//!   (its open transaction was committed before the revocation); its restart follows.
+//! - **Taking over.** When it gets the lease (the other process left, or its session of
+//!   [`STANDBY_SESSION_TIMEOUT`](super::settings::STANDBY_SESSION_TIMEOUT) ran out), it
+//!   subscribes to the signed topic and, once the group assigns it the partition, keeps the
+//!   partition paused, starts its transactional producer with the id both processes share
+//!   (the broker fences the other one and aborts the transaction it left open), reads the
+//!   changelog to its end, and only then consumes the signed topic, from the offset the last
+//!   committed transaction stored. Its index is then what the committed outputs announced: it
+//!   decides as the other process would have.
+//! - **Handing over.** A deciding process that loses the lease, or the signed topic in a
+//!   rebalance, stops (its open transaction was committed before a revocation, and one left
+//!   open is aborted by the other's fencing); its restart follows.
 //! - **Starting.** Every start of such a process first removes the documents of decisions no
 //!   changelog position covers yet ([`crate::index::Index::rewind_pending`]): committed ones
 //!   come back from the changelog under their numbers, aborted ones stay away.
@@ -28,8 +34,9 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use tokio::sync::{watch, Notify};
-use tracing::warn;
+use tracing::{info, warn};
 
+use super::lease::Lease;
 use super::{changelog, kafka, StageSettings};
 use crate::index::Index;
 use crate::record;
@@ -41,6 +48,8 @@ pub struct Standby {
     active: AtomicBool,
     /// The signed topic was assigned while following.
     assigned: Notify,
+    /// This process got the lease while following.
+    leased: Notify,
     /// The deciding process lost the signed topic.
     lost: AtomicBool,
     /// Ends the consuming loop (the stage's stop signal).
@@ -54,6 +63,7 @@ impl Standby {
         Standby {
             active: AtomicBool::new(false),
             assigned: Notify::new(),
+            leased: Notify::new(),
             lost: AtomicBool::new(false),
             stop,
         }
@@ -74,12 +84,57 @@ impl Standby {
         self.assigned.notified().await
     }
 
+    /// Waits until this process holds the lease.
+    pub async fn leased(&self) {
+        self.leased.notified().await
+    }
+
+    /// Joins the lease group and serves it on a thread of its own until the stage stops:
+    /// wakes [`Standby::leased`] when this process gets the lease, and stops the stage when
+    /// it loses the lease it held (a paused process whose session ran out: the other one
+    /// takes over and fences it).
+    pub fn keep_lease(self: &Arc<Self>, s: &StageSettings) -> Result<()> {
+        let mut lease = Lease::join(s)?;
+        let sb = Arc::clone(self);
+        let shutdown = s.shutdown.clone();
+        std::thread::Builder::new()
+            .name("neardup-lease".into())
+            .spawn(move || {
+                let mut held = false;
+                while !shutdown.requested() && !*sb.stop.borrow() {
+                    match lease.held() {
+                        Ok(true) if !held => {
+                            held = true;
+                            info!("standby: this process holds the lease");
+                            sb.leased.notify_one();
+                        }
+                        Ok(false) if held => {
+                            warn!("standby: the lease went to the other decider; stopping (a restart follows the changelog)");
+                            sb.lose();
+                            let _ = sb.stop.send(true);
+                            break;
+                        }
+                        Ok(_) => {}
+                        Err(e) => warn!(error = %e, "standby: the lease group"),
+                    }
+                    std::thread::sleep(LEASE_POLL);
+                }
+                // dropped: the lease group's consumer leaves the group, and a follower
+                // takes the lease at once
+            })
+            .context("cannot start the lease thread")?;
+        Ok(())
+    }
+
     /// From now on this process decides.
     pub fn activate(&self) {
         self.active.store(true, Ordering::Release);
         metrics::gauge!(tm::STANDBY).set(0.0);
     }
 }
+
+/// How often the lease thread serves the lease group.
+const LEASE_POLL: Duration = Duration::from_millis(100);
 
 /// How often a follower writes out its index and the changelog offset it reached.
 const FOLLOW_FLUSH: Duration = Duration::from_secs(1);

@@ -167,6 +167,10 @@ fn connect(
             "standby: the index is the changelog up to the offset it records"
         );
     }
+    if let Some(sb) = &standby {
+        // the process that holds the lease joins the decider's group on the signed topic
+        sb.keep_lease(s)?;
+    }
     let on_assign = standby.clone().map(|sb| -> Arc<dyn kafka::OnAssign> { sb });
     let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(on_assign);
     let consumer = Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
@@ -271,6 +275,10 @@ async fn prepare(
         changelog::republish(s, d.index(), p, topic, summary.restored > 0, step).await?;
     }
     match s.mode {
+        Mode::Run if r.standby.is_some() => {
+            info!(topic = %s.signed_topic, group = %s.group_id,
+                "standby: subscribing to the signed topic once this process holds the lease");
+        }
         Mode::Run => {
             let topics: Vec<&str> = s.input_topics.iter().map(String::as_str).collect();
             r.consumer.subscribe(&topics).context("cannot subscribe")?;

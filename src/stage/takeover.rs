@@ -1,5 +1,5 @@
-//! The follow task of a decider with a standby: it follows the changelog until the group
-//! assigns the signed topic to this process, then fences the other decider (their shared
+//! The follow task of a decider with a standby: it follows the changelog until this process
+//! holds the lease and the group assigns it the signed topic, then fences the other decider (their shared
 //! transactional id), reads the changelog to its end and resumes the signed topic.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +64,8 @@ pub(super) async fn follow_then_take_over(
 }
 
 /// Follows the changelog on a thread of its own while the consumer is polled (its
-/// rebalance callbacks run then), until the signed topic is assigned, a stop, or an error.
+/// rebalance callbacks run then), until the signed topic is assigned (the consumer
+/// subscribes once this process holds the lease), a stop, or an error.
 async fn follow_until_assigned(
     s: &StageSettings,
     sb: &Standby,
@@ -92,8 +93,19 @@ async fn follow_until_assigned(
     let mut again: Option<(String, i32, i64)> = None;
     let mut stopped = false;
     let mut ended = None;
+    let mut subscribed = false;
     loop {
         tokio::select! {
+            _ = sb.leased(), if !subscribed => {
+                let topics: Vec<&str> = s.input_topics.iter().map(String::as_str).collect();
+                if let Err(e) = consumer.subscribe(&topics) {
+                    until.store(true, Ordering::Release);
+                    return Err(anyhow!("cannot subscribe to the signed topic: {e}"));
+                }
+                subscribed = true;
+                info!(topics = ?s.input_topics, group = %s.group_id,
+                    "standby: holding the lease, subscribed; waiting for the signed topic");
+            }
             _ = sb.assigned() => break,
             _ = stop_rx.changed() => { stopped = true; break }
             r = &mut done_rx => {

@@ -520,9 +520,10 @@ pub struct StageOptions {
     #[arg(long, env = "NEARDUP_LOG_FORMAT")]
     pub log_format: Option<LogFormat>,
     /// A standby (needs exactly-once; the group session is 10 s unless set). A decider: two
-    /// decider processes of one index, each with its own index directory; the one the signed
-    /// topic is assigned to decides, the other follows the changelog into its index and
-    /// takes over when the first is gone (needs a changelog). A shard or the aggregator: two
+    /// decider processes of one index, each with its own index directory; the one holding
+    /// the lease (a group of its own) subscribes to the signed topic and decides, the other
+    /// follows the changelog into its index and takes over when the first is gone (needs a
+    /// changelog). A shard or the aggregator: two
     /// processes of the role read its topics; the one holding the lease writes, the other
     /// reads up to the committed offset and takes over when the first is gone
     #[arg(long, env = "NEARDUP_STANDBY", num_args = 0..=1, default_missing_value = "true")]

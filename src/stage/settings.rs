@@ -214,8 +214,8 @@ pub struct StageSettings {
     /// Exactly-once: how long a transaction collects outputs before it commits.
     #[serde(serialize_with = "as_secs")]
     pub transaction_interval: Duration,
-    /// A decider with a standby: decide while the signed topic is assigned to this process,
-    /// else follow the changelog.
+    /// A decider with a standby: decide while this process holds the lease and the signed
+    /// topic is assigned to it, else follow the changelog.
     pub standby: bool,
     /// A decider split by owned pages: the number of shards (0: not sharded).
     pub shards: usize,

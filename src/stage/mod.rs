@@ -263,6 +263,8 @@ async fn stage(
         finish::flush_index(s, d, &failure)?;
     }
     finish::leave(r.consumer);
+    // a standby decider leaves its lease group last: the other process takes over at once
+    drop(r.lease);
     drop(dedup_back);
     remove_scratch(r.scratch);
     summary.stopped_by = stopped_by.into();

@@ -89,19 +89,22 @@ impl Standby {
         self.leased.notified().await
     }
 
-    /// Joins the lease group and serves it on a thread of its own until the stage stops:
-    /// wakes [`Standby::leased`] when this process gets the lease, and stops the stage when
-    /// it loses the lease it held (a paused process whose session ran out: the other one
-    /// takes over and fences it).
-    pub fn keep_lease(self: &Arc<Self>, s: &StageSettings) -> Result<()> {
+    /// Joins the lease group and serves it on a thread of its own until the returned keeper
+    /// is dropped (every end of the stage, an error's included) or the stage stops: wakes
+    /// [`Standby::leased`] when this process gets the lease, and stops the stage when it
+    /// loses the lease it held (a paused process whose session ran out: the other one takes
+    /// over and fences it).
+    pub fn keep_lease(self: &Arc<Self>, s: &StageSettings) -> Result<LeaseKeeper> {
         let mut lease = Lease::join(s)?;
         let sb = Arc::clone(self);
         let shutdown = s.shutdown.clone();
-        std::thread::Builder::new()
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = Arc::clone(&quit);
+        let thread = std::thread::Builder::new()
             .name("neardup-lease".into())
             .spawn(move || {
                 let mut held = false;
-                while !shutdown.requested() && !*sb.stop.borrow() {
+                while !q.load(Ordering::Acquire) && !shutdown.requested() && !*sb.stop.borrow() {
                     match lease.held() {
                         Ok(true) if !held => {
                             held = true;
@@ -119,11 +122,15 @@ impl Standby {
                     }
                     std::thread::sleep(LEASE_POLL);
                 }
-                // dropped: the lease group's consumer leaves the group, and a follower
-                // takes the lease at once
+                // dropped here: the lease group's consumer leaves the group, and the other
+                // process takes the lease at once
+                drop(lease);
             })
             .context("cannot start the lease thread")?;
-        Ok(())
+        Ok(LeaseKeeper {
+            quit,
+            thread: Some(thread),
+        })
     }
 
     /// From now on this process decides.
@@ -132,6 +139,39 @@ impl Standby {
         metrics::gauge!(tm::STANDBY).set(0.0);
     }
 }
+
+/// The lease thread of a decider with a standby: dropping it ends the thread, which leaves
+/// the lease group (waited for up to [`LEASE_LEAVE`]), so that the other process need not
+/// wait for this one's session to end.
+pub struct LeaseKeeper {
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for LeaseKeeper {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Release);
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        let deadline = Instant::now() + LEASE_LEAVE;
+        while !thread.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        } else {
+            warn!(
+                wait_s = LEASE_LEAVE.as_secs_f64(),
+                "standby: the lease group's consumer did not leave in time; the other process \
+                 takes the lease when this one's session ends"
+            );
+        }
+    }
+}
+
+/// How long the end of a stage waits for the lease group's consumer to leave its group.
+const LEASE_LEAVE: Duration = Duration::from_secs(10);
 
 /// How often the lease thread serves the lease group.
 const LEASE_POLL: Duration = Duration::from_millis(100);

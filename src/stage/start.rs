@@ -23,7 +23,7 @@ use super::kafka::{self, ReplayBounds, StageConsumer, StageContext, TxnSync};
 use super::membership;
 use super::open::{open_decider, remove_scratch};
 use super::settings::{Mode, StageSettings};
-use super::standby::Standby;
+use super::standby::{LeaseKeeper, Standby};
 use super::takeover::follow_then_take_over;
 use crate::config::{Guarantee, Role};
 use crate::dedup::Deduplicator;
@@ -50,6 +50,8 @@ pub(super) struct Running {
     pub(super) producer: Option<FutureProducer<StageContext>>,
     /// A replay's end offsets.
     pub(super) bounds: Option<ReplayBounds>,
+    /// A decider with a standby: its lease, left when the stage ends (dropped last).
+    pub(super) lease: Option<LeaseKeeper>,
 }
 
 /// How the start-up ended.
@@ -167,10 +169,8 @@ fn connect(
             "standby: the index is the changelog up to the offset it records"
         );
     }
-    if let Some(sb) = &standby {
-        // the process that holds the lease joins the decider's group on the signed topic
-        sb.keep_lease(s)?;
-    }
+    // the process that holds the lease joins the decider's group on the signed topic
+    let lease = standby.as_ref().map(|sb| sb.keep_lease(s)).transpose()?;
     let on_assign = standby.clone().map(|sb| -> Arc<dyn kafka::OnAssign> { sb });
     let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(on_assign);
     let consumer = Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
@@ -201,6 +201,7 @@ fn connect(
         txn,
         producer,
         bounds: None,
+        lease,
     })
 }
 

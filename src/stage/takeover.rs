@@ -94,19 +94,37 @@ async fn follow_until_assigned(
     let mut stopped = false;
     let mut ended = None;
     let mut subscribed = false;
+    // holding the lease, the assignment waits for the other process to leave the decider's
+    // group (its session at most); far longer is said once
+    let mut warn_at: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = sb.leased(), if !subscribed => {
+                if *stop_rx.borrow() || s.shutdown.requested() {
+                    // won and lost again, or a stop came with it: nothing to subscribe to
+                    stopped = true;
+                    break;
+                }
                 let topics: Vec<&str> = s.input_topics.iter().map(String::as_str).collect();
                 if let Err(e) = consumer.subscribe(&topics) {
                     until.store(true, Ordering::Release);
                     return Err(anyhow!("cannot subscribe to the signed topic: {e}"));
                 }
                 subscribed = true;
+                warn_at = Some(tokio::time::Instant::now() + ASSIGNMENT_WARN);
                 info!(topics = ?s.input_topics, group = %s.group_id,
                     "standby: holding the lease, subscribed; waiting for the signed topic");
             }
             _ = sb.assigned() => break,
+            _ = tokio::time::sleep_until(warn_at.unwrap_or_else(tokio::time::Instant::now)),
+                if warn_at.is_some() => {
+                warn_at = None;
+                warn!(wait_s = ASSIGNMENT_WARN.as_secs_f64(), group = %s.group_id,
+                    "standby: this process holds the lease but the signed topic is not \
+                     assigned to it: another member of the decider's group keeps it (an older \
+                     version without the lease, or a process of another index in the same \
+                     group); following meanwhile");
+            }
             _ = stop_rx.changed() => { stopped = true; break }
             r = &mut done_rx => {
                 // the follower ended on its own: an error (a stop ends it too)
@@ -153,6 +171,9 @@ async fn follow_until_assigned(
         stopped,
     })
 }
+
+/// How long a process holding the lease waits for the signed topic before it says so.
+const ASSIGNMENT_WARN: Duration = Duration::from_secs(60);
 
 /// Fences the other decider (it writes nothing more) and ends its open transaction, reads
 /// the changelog to its read_committed end, which is then all it committed, and resumes the

@@ -597,7 +597,8 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
 
 /// A decider with a standby, at defaults: two deciders of one index (`--standby`), each with
 /// its own index directory, and a signer, all exactly-once, while pages arrive. The
-/// deciding one is killed (SIGKILL): the standby takes over, and the killed one, started
+/// deciding one is stopped cleanly (SIGTERM): it leaves, and the other takes over at once.
+/// Then the deciding one is killed (SIGKILL): the standby takes over, and the killed one, started
 /// again, follows (it does not take the place of the deciding one). Later the deciding one is
 /// paused (SIGSTOP): the other takes over, and the paused one, resumed, is fenced and stops.
 /// A decider that exits (fenced, or handing the signed topic back) is started again, as its
@@ -636,9 +637,9 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
     for s in deciders.iter().chain([&signer]) {
         s.wait_ready(Duration::from_secs(90));
     }
-    let (records, bad) = inputs(env_or("NEARDUP_STANDBY_STORIES", 2500));
+    let (records, bad) = inputs(env_or("NEARDUP_STANDBY_STORIES", 3000));
     let ids = ids(&records);
-    // 100 records a second, about 75 s
+    // 100 records a second, about 90 s
     let feed = {
         let (addr, records) = (b.addr(), records.clone());
         std::thread::spawn(move || {
@@ -671,7 +672,7 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
         }
     };
     let mut takeovers = Vec::new();
-    for how in ["KILL", "STOP"] {
+    for how in ["TERM", "KILL", "STOP"] {
         let mut active = None;
         wait_until(Duration::from_secs(120), "a decider decides", || {
             restart_exited(&mut deciders, &mut start_decider);
@@ -696,7 +697,12 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
             "SIG{how} of decider-{a}: decider-{other} decides {took:.1} s later (its take-over: {own:.2} s)"
         );
         takeovers.push(took);
-        if how == "KILL" {
+        if how == "TERM" {
+            // a clean stop: the process leaves both groups, and the other one takes over
+            // without waiting for a session
+            assert_eq!(deciders[a].wait(Duration::from_secs(60)), Some(0));
+            deciders[a] = start_decider(a);
+        } else if how == "KILL" {
             assert_eq!(deciders[a].wait(Duration::from_secs(10)), None);
             deciders[a] = start_decider(a);
             // the restarted process follows: joining, it leaves the lease where it is
@@ -750,7 +756,7 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
     assert_eq!(order.len(), records.len() - bad);
     assert_eq!(decisions(&outs), file_mode(&order, d));
     eprintln!(
-        "take-over after SIGKILL {:.1} s, after SIGSTOP {:.1} s",
-        takeovers[0], takeovers[1]
+        "take-over after SIGTERM {:.1} s, after SIGKILL {:.1} s, after SIGSTOP {:.1} s",
+        takeovers[0], takeovers[1], takeovers[2]
     );
 }

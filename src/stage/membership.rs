@@ -7,6 +7,8 @@
 //! and gets its partitions back at once. So `neardup run` is a static member by default:
 //! with `--instance-id` (the chart passes the pod name), else with an id generated once and
 //! kept in the index directory, which is the one thing a restarted stage always has again.
+//! A decider with a standby is the exception: its lease says which process decides, and its
+//! consumer is a dynamic member, so that a clean stop hands the signed topic over at once.
 
 use std::io::Write;
 use std::path::Path;

@@ -173,7 +173,11 @@ fn connect(
     let lease = standby.as_ref().map(|sb| sb.keep_lease(s)).transpose()?;
     let on_assign = standby.clone().map(|sb| -> Arc<dyn kafka::OnAssign> { sb });
     let ctx = StageContext::new(Arc::clone(health), sync.clone()).with_standby(on_assign);
-    let consumer = Arc::new(kafka::consumer(s, ctx.clone(), instance.as_deref())?);
+    // a decider with a standby is a dynamic member of the decider's group: which process
+    // decides is the lease's, and one that stops cleanly leaves the group at once, so the
+    // other is assigned the signed topic without waiting for the stopped one's session
+    let member = if s.standby { None } else { instance.as_deref() };
+    let consumer = Arc::new(kafka::consumer(s, ctx.clone(), member)?);
     let txn = sync.as_ref().map(|sync| Transactions {
         id: membership::transactional_id(s, instance.as_deref()),
         interval: s.transaction_interval,

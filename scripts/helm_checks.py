@@ -289,20 +289,21 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                     f"{kind}/{name}: resolves role {role}, expected {' or '.join(want_roles)}")
             if role in ("signer", "shard", "aggregator"):
                 # a signer keeps no index, and a Deployment's pods share no volume; the roles
-                # of a sharded decider read their state back from the topics
+                # of a sharded decider read their state back from the topics (a shard from its
+                # state file after a clean stop, on an emptyDir or a claim of its own)
                 index = None
-                if persistent:
+                if persistent and role != "shard":
                     raise DriftError(f"{kind}/{name}: a {role} mounts persistent volumes {persistent}")
                 if role == "shard":
                     # its documents go to a directory under its index setting: a writable mount
                     shard_dir = rw.back(s.get("index", ""))
                     scratch = [m["mountPath"].rstrip("/") for m in mounts
-                               if "emptyDir" in (volumes.get(m["name"]) or {})]
+                               if "emptyDir" in (volumes.get(m["name"]) or {})] + persistent
                     if not any(shard_dir == p or shard_dir.startswith(p + "/") for p in scratch):
                         raise DriftError(
                             f"{kind}/{name}: the shard's directory {shard_dir} is on no emptyDir "
-                            f"(emptyDir mounts: {scratch or 'none'}): the root filesystem is "
-                            "read-only")
+                            f"or claim (writable mounts: {scratch or 'none'}): the root "
+                            "filesystem is read-only")
             else:
                 index = rw.back(s.get("index", ""))
                 if not any(index == p or index.startswith(p + "/") for p in persistent):

@@ -45,6 +45,9 @@ pub const INDEX_KEYS: &str = "neardup_index_keys";
 pub const INDEX_BYTES: &str = "neardup_index_bytes";
 /// Counter: index entries removed by the retention window or the page cap.
 pub const INDEX_EXPIRED: &str = "neardup_index_expired_total";
+/// Counter: writes of the index's log by the decider, one for each batch of decisions (at
+/// most 16): decisions over writes is the batch's mean size.
+pub const INDEX_LOG_WRITES: &str = "neardup_index_log_writes_total";
 /// Gauge, labels `topic`, `partition`: consumer lag in records, from the client statistics.
 pub const CONSUMER_LAG: &str = "neardup_consumer_lag_records";
 /// Counter, labels `kind` (assign, revoke, error): consumer group rebalances.
@@ -168,6 +171,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
         INDEX_EXPIRED,
         "counter",
         "Index entries removed by the retention window or the page cap (--max-pages).",
+    ),
+    (
+        INDEX_LOG_WRITES,
+        "counter",
+        "Writes of the index's log, one per batch of decisions (at most 16).",
     ),
     (
         CONSUMER_LAG,

@@ -206,12 +206,15 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     let dups = got.values().filter(|(d, _)| d == "duplicate").count();
     assert!(dups >= 150, "the copies were found ({dups})");
 
-    // a shard and the aggregator killed; pages arrive; both start again, read their state
-    // back from the topics and decide the rest as one decider would have
+    // a shard and the aggregator killed, the other shard stopped cleanly; pages arrive; all
+    // three start again: the killed ones read their state back from the topics, the stopped
+    // one takes it up from its state file, and they decide the rest as one decider would
     for w in [1, AGGREGATOR] {
         stages[w].signal("KILL");
         assert_eq!(stages[w].wait(Duration::from_secs(10)), None);
     }
+    stages[2].signal("TERM");
+    assert_eq!(stages[2].wait(Duration::from_secs(60)), Some(0));
     let (more, bad2) = inputs(100, 160);
     b.produce("pages", &more);
     // a record on the signed topic that is no signed record: a dead letter of the aggregator
@@ -223,8 +226,12 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
             Some(b"not a signed record".to_vec()),
         )],
     );
-    for w in [1, AGGREGATOR] {
+    for w in [1, 2, AGGREGATOR] {
         stages[w] = start(&b, d, w, 1, &[]);
+    }
+    // the shard that took its state up is ready at once, as the others once they read back
+    for w in [1, 2, AGGREGATOR] {
+        stages[w].wait_ready(Duration::from_secs(60));
     }
     let all: Vec<Input> = records.iter().chain(&more).cloned().collect();
     let pages = all.len() - bad - bad2;
@@ -240,6 +247,20 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
         .unwrap();
         assert!(log.contains("up to the committed offset"), "{log}");
     }
+    let log = std::fs::read_to_string(d.join("shard-1-1.log")).unwrap();
+    assert!(
+        log.contains("took the shard up from its state file"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("replayed the signed topic up to the committed offset"),
+        "the stopped shard replays nothing: {log}"
+    );
+    let log = std::fs::read_to_string(d.join("shard-0-1.log")).unwrap();
+    assert!(
+        !log.contains("took the shard up from its state file"),
+        "a killed shard leaves no state file: {log}"
+    );
     let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
     let mut ids = common::ids(&all);
     for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {

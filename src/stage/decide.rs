@@ -497,6 +497,7 @@ fn publish(index: &Index, ready: &mut Vec<Outbound>, out: &mpsc::Sender<Outbound
     index
         .flush_wal()
         .context("the index cannot write its log")?;
+    metrics::counter!(tm::INDEX_LOG_WRITES).increment(1);
     let now = Instant::now();
     for mut ob in ready.drain(..) {
         // the wait for the batch's log is the stage's own time

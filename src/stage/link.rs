@@ -251,6 +251,23 @@ impl Link {
             .context("cannot assign the partitions")
     }
 
+    /// Assigns the partitions from the offsets given (0: from the start, as
+    /// [`Link::assign_from_start`]).
+    pub(super) fn assign_at(&self, parts: &[(&str, i32, i64)]) -> Result<()> {
+        let mut tpl = TopicPartitionList::new();
+        for &(t, p, at) in parts {
+            let offset = if at > 0 {
+                Offset::Offset(at)
+            } else {
+                Offset::Beginning
+            };
+            tpl.add_partition_offset(t, p, offset)?;
+        }
+        self.consumer
+            .assign(&tpl)
+            .context("cannot assign the partitions")
+    }
+
     /// The next offset the consumer reads of a partition (0 before its first fetch).
     pub(super) fn position(&self, topic: &str, partition: i32) -> i64 {
         match self

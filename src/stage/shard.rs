@@ -4,23 +4,27 @@
 //! votes record for every signed record to its partition of the votes topic.
 //!
 //! Its state (the pages it holds, the software-text counts and the ids of every page) is a
-//! function of the signed records read, in order. At every start it reads the signed topic
-//! from its start: up to the offset its group committed it only replays the pages (no
-//! probe, no record written), then it decides from there. So it needs no volume, and a
-//! restart, a kill or a lost pod leaves its state as at its last commit.
+//! function of the signed records read, in order. A start without a state file reads the
+//! signed topic from its start: up to the offset its group committed it only replays the
+//! pages (no probe, no record written), then it decides from there. So it needs no volume,
+//! and a restart, a kill or a lost pod leaves its state as at its last commit. A clean stop
+//! writes the state beside the index ([`crate::dedup::shard_state`]), and the next start
+//! takes it up and reads on from the offsets it is of.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use rdkafka::message::{Headers, Message, OwnedMessage};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::flow::{HEADER_DECISION, HEADER_ID};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
+use crate::dedup::shard_state::{Position, ShardState, STATE_FILE};
 use crate::dedup::sharded::{Shard, Vote};
 use crate::dedup::PageRef;
 use crate::index::Index;
@@ -42,8 +46,8 @@ pub(super) struct ShardCounts {
 /// Runs shard `s.shard` of `s.shards` until a stop (or, with a standby, until the lease
 /// goes to the other process).
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts> {
-    let index = open_scratch(s)?;
-    let mut shard = Shard::new(index, s.shard, s.shards)?;
+    let dir = shard_dir(s);
+    let (mut shard, state) = open(s, &dir)?;
     let mut link = Link::new(s, health)?;
     link.check_topics(s)?;
     let topic = s.signed_topic.as_str();
@@ -55,17 +59,50 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let decisions = s.duplicate_topic.as_str();
     let mut parts = vec![(topic, 0)];
     parts.extend((0..link.partitions(decisions)?).map(|p| (decisions, p as i32)));
-    link.assign_from_start(&parts)?;
+    // where the state file left off in each of them (0: their start)
+    let mut at: Vec<i64> = parts
+        .iter()
+        .map(|&(t, p)| {
+            state
+                .iter()
+                .flatten()
+                .find(|q| q.stream == t && q.partition == p)
+                .map_or(0, |q| q.next)
+        })
+        .collect();
+    // a state past the group's committed offset is not of this group's stream (the topic
+    // or the group made again): the shard starts empty
+    if state.is_some() && at[0] > committed {
+        warn!(
+            state_at = at[0],
+            committed,
+            "the shard's state file is past its group's committed offset: starting empty and \
+             reading the signed topic from its start"
+        );
+        drop(shard);
+        shard = Shard::new(open_scratch(&dir, s)?, s.shard, s.shards)?;
+        at.iter_mut().for_each(|a| *a = 0);
+    }
+    let resumed = at[0] > 0;
+    let from: Vec<(&str, i32, i64)> = parts
+        .iter()
+        .zip(&at)
+        .map(|(&(t, p), &a)| (t, p, a))
+        .collect();
+    link.assign_at(&from)?;
     info!(
         shard = s.shard,
         shards = s.shards,
         committed,
+        from = at[0],
+        resumed,
         standby = s.standby,
-        "reading the signed topic from its start; replaying up to the committed offset"
+        "reading the signed topic from the offset the shard's state is of (its start without \
+         one); replaying up to the committed offset"
     );
     // ready once the state of the last commit is back
     health.assigned.store(1, Ordering::Relaxed);
-    if committed > 0 {
+    if committed > at[0] {
         set_restoring(
             health,
             Some(format!(
@@ -87,8 +124,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     // following: the first signed record at or past the committed offset, held (its
     // partition paused) until the offset moves past it or this process takes over
     let mut held: Option<OwnedMessage> = None;
-    let mut next = 0i64;
-    let mut ready = committed == 0;
+    let mut next = at[0];
+    let mut ready = committed <= next;
     let started = Instant::now();
     while !s.shutdown.requested() {
         // (the consumer's position asked only while it matters: not a record at a time)
@@ -114,6 +151,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
                 committing nothing more (a restart follows it)"
             );
             r.counts.lost_lease = true;
+            save_state(&dir, &mut shard, &parts, &at, next)?;
             return Ok(r.counts);
         }
         if let Some(m) = held.take() {
@@ -135,6 +173,12 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
             continue;
         };
         if m.topic() != topic {
+            if let Some(i) = parts
+                .iter()
+                .position(|&(t, p)| t == m.topic() && p == m.partition())
+            {
+                at[i] = m.offset() + 1;
+            }
             if demote(&mut shard, &m)? {
                 r.counts.demoted += 1;
                 metrics::counter!(tm::SHARD_DEMOTED).increment(1);
@@ -170,6 +214,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     if turn.writing() && next > committed {
         link.commit(&[(topic, 0, next)])?;
     }
+    save_state(&dir, &mut shard, &parts, &at, next)?;
     info!(
         demoted = r.counts.demoted,
         waiting = shard.pending(),
@@ -297,18 +342,95 @@ fn demote(shard: &mut Shard, m: &impl Message) -> Result<bool> {
     Ok(shard.decided(id, &decision)?)
 }
 
+/// The shard's directory: `shard-K-of-S` under the index directory.
+fn shard_dir(s: &StageSettings) -> PathBuf {
+    s.index.join(format!("shard-{}-of-{}", s.shard, s.shards))
+}
+
+/// The shard as its last clean stop left it, with the positions its state is of, when its
+/// directory holds a state file this build can take up ([`Shard::resume`]); else empty, its
+/// directory made again. The state file is removed before the index changes: a shard killed
+/// later starts empty, as without one.
+fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)> {
+    let path = dir.join(STATE_FILE);
+    if path.exists() {
+        let loaded = ShardState::load(&path);
+        std::fs::remove_file(&path)
+            .with_context(|| format!("cannot remove the shard's state file {}", path.display()))?;
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("cannot sync the shard's directory {}", dir.display()))?;
+        let started = Instant::now();
+        let resumed = loaded.map_err(anyhow::Error::from).and_then(|state| {
+            let positions = state.positions.clone();
+            let index = Index::open_dir(dir, s.params.clone())?;
+            Ok((Shard::resume(index, s.shard, s.shards, state)?, positions))
+        });
+        match resumed {
+            Ok((shard, positions)) => {
+                info!(
+                    pages = shard.index().pages(),
+                    ids = shard.ids(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "took the shard up from its state file (written at its last clean stop)"
+                );
+                return Ok((shard, Some(positions)));
+            }
+            Err(e) => warn!(
+                error = format!("{e:#}"),
+                "the shard's state file cannot be taken up: starting empty and reading the \
+                 signed topic from its start"
+            ),
+        }
+    }
+    Ok((Shard::new(open_scratch(dir, s)?, s.shard, s.shards)?, None))
+}
+
+/// Writes the shard's state file and its index's snapshots, as of `next` in the signed topic
+/// and `at` in the decisions' partitions (`parts` and `at` side by side; the signed topic
+/// first), so that the next start takes up from there.
+fn save_state(
+    dir: &Path,
+    shard: &mut Shard,
+    parts: &[(&str, i32)],
+    at: &[i64],
+    next: i64,
+) -> Result<()> {
+    let started = Instant::now();
+    let positions = parts
+        .iter()
+        .zip(at)
+        .enumerate()
+        .map(|(i, (&(t, p), &a))| Position {
+            stream: t.to_string(),
+            partition: p,
+            next: if i == 0 { next } else { a },
+        })
+        .collect();
+    let state = shard.state(positions)?;
+    state
+        .save(&dir.join(STATE_FILE))
+        .with_context(|| format!("cannot write the shard's state file in {}", dir.display()))?;
+    info!(
+        at = next,
+        ids = state.seen.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "wrote the shard's state file: the next start takes up from here"
+    );
+    Ok(())
+}
+
 /// The shard's index, empty: a RocksDB directory `shard-K-of-S` under the index directory
-/// (its documents on disk, its lists in memory, as a decider's), made again at every start.
-/// Only that directory is removed, never the index directory itself.
-fn open_scratch(s: &StageSettings) -> Result<Index> {
-    let dir = s.index.join(format!("shard-{}-of-{}", s.shard, s.shards));
+/// (its documents on disk, its lists in memory, as a decider's), made again at every start
+/// without a state file. Only that directory is removed, never the index directory itself.
+fn open_scratch(dir: &Path, s: &StageSettings) -> Result<Index> {
     if dir.exists() {
-        std::fs::remove_dir_all(&dir)
+        std::fs::remove_dir_all(dir)
             .with_context(|| format!("cannot empty the shard's directory {}", dir.display()))?;
     }
-    std::fs::create_dir_all(&dir)
+    std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the shard's directory {}", dir.display()))?;
-    Index::open_dir(&dir, s.params.clone())
+    Index::open_dir(dir, s.params.clone())
         .with_context(|| format!("cannot open the shard's index in {}", dir.display()))
 }
 

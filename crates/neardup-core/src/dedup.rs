@@ -622,6 +622,7 @@ pub fn kept_apart(
         .map(|_| KeptApart::SameHost)
 }
 
+pub mod shard_state;
 pub mod sharded;
 
 #[cfg(test)]

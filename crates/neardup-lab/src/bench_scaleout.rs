@@ -450,6 +450,20 @@ fn decisions(port: u16) -> Result<i64> {
         })
 }
 
+/// The decider's writes of its index's log so far (one per batch of decisions).
+fn log_writes(port: u16) -> Result<f64> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))
+        .with_context(|| format!("the decider's metrics on port {port}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    body.lines()
+        .find(|l| l.starts_with("neardup_index_log_writes_total"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .context("the decider's metrics have no neardup_index_log_writes_total")
+}
+
 /// Waits until `count` is `target` more than `base`; returns (records per second from the
 /// last look that saw none of them to the last record, seconds).
 fn rate_until(
@@ -823,11 +837,18 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         cpu_seconds(Some(d.child.id())),
         a.broker_pid.and_then(|p| cpu_seconds(Some(p))),
     );
+    // a fed decider may not have written yet
+    let writes0 = if a.decider_feed.is_some() {
+        0.0
+    } else {
+        log_writes(port)?
+    };
     let feeder = a.decider_feed.map(|r| {
         let (b, topic) = (b.to_string(), t("signed"));
         std::thread::spawn(move || produce(&b, &topic, &fed, 1, Some(r)))
     });
     let (rate, secs) = rate_until(&mut count, base, left, &mut [&mut d])?;
+    let batch = left as f64 / (log_writes(port)? - writes0).max(1.0);
     if let Some(f) = feeder {
         f.join()
             .map_err(|_| anyhow::anyhow!("the feeder panicked"))??;
@@ -842,7 +863,7 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         crate::bench_index::process_status_kib(&d.child.id().to_string(), "VmHWM:") / 1024.0;
     eprintln!(
         "  the decider at {indexed} indexed: {rate:.0} records/s over {left} ({secs:.1} s){}{}; \
-         peak RSS {peak_rss_mib:.0} MiB",
+         {batch:.1} decisions a log write; peak RSS {peak_rss_mib:.0} MiB",
         cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
         broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
     );

@@ -37,9 +37,11 @@
 //! - No retention: its removals make an index count its software text again from the pages
 //!   it holds, and a shard holds a part of them. (Retention is the driver's schedule, not an
 //!   index setting: a driver of shards must not sweep them.)
-//! - Shards that start empty and read the whole stream: a shard's counts are of every page
-//!   read, which its index does not hold, so a reopened shard would count differently.
-//!   [`Shard::new`] refuses an index that holds pages.
+//! - Shards that start empty and read the whole stream, or take up the state a clean stop
+//!   wrote: a shard's counts are of every page read, which its index does not hold, so an
+//!   index reopened alone would count differently. [`Shard::new`] refuses an index that
+//!   holds pages; [`Shard::resume`] takes one only with its state file
+//!   ([`super::shard_state`]), at the stamp it was written with.
 //! - A repeated id is counted and stored by no shard: one decider answers it with the
 //!   stored decision and stores and counts nothing. Every shard keeps a 128-bit hash of
 //!   every id it read and judges a repeat [`Judged::Repeated`]; the aggregator answers it
@@ -56,6 +58,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::shard_state::{Position, ShardState};
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
@@ -176,28 +179,32 @@ pub struct Shard {
 /// shard. Two keys meet by chance about once in 10^21 for a billion pages, and the hash
 /// keys are each shard's own, drawn at random.
 pub struct CopyKey {
-    /// Two SipHash keys drawn at random for each shard: the keys are only compared within
-    /// the shard that made them (a restart makes them again as it reads its pages again),
-    /// so no one can make two pages meet on purpose.
-    halves: [std::hash::RandomState; 2],
+    /// Two seeds drawn at random for each shard, each hashed ahead of the page: the keys
+    /// are only compared within the shard that made them (a shard that starts from its
+    /// state file reads its seeds back; one that reads the stream again draws new ones), so
+    /// no one can make two pages meet on purpose.
+    seeds: [u64; 2],
 }
 
 impl CopyKey {
-    /// Keys under two random SipHash keys.
+    /// Keys under two random seeds.
     pub fn new() -> CopyKey {
+        use std::hash::BuildHasher;
+        let draw = || std::hash::RandomState::new().hash_one(0x6b65_7973u64);
         CopyKey {
-            halves: [std::hash::RandomState::new(), std::hash::RandomState::new()],
+            seeds: [draw(), draw()],
         }
     }
 
     /// The key of a signed page at `url` whose software text at its arrival is `software`;
     /// `None` for a page without an identity (the rules of one page need it).
     pub fn of(&self, signed: &Signed, url: &str, software: &[u32]) -> Option<u128> {
-        use std::hash::{BuildHasher, Hash, Hasher};
+        use std::hash::{Hash, Hasher};
         let identity = signed.identity?;
         let host = crate::index::freq::host_hash(url);
-        let half = |k: &std::hash::RandomState| {
-            let mut h = k.build_hasher();
+        let half = |seed: u64| {
+            let mut h = std::hash::DefaultHasher::new();
+            seed.hash(&mut h);
             identity.hash(&mut h);
             signed.title.hash(&mut h);
             signed.sigs.entries().hash(&mut h);
@@ -207,7 +214,7 @@ impl CopyKey {
             host.hash(&mut h);
             h.finish()
         };
-        Some(u128::from(half(&self.halves[0])) << 64 | u128::from(half(&self.halves[1])))
+        Some(u128::from(half(self.seeds[0])) << 64 | u128::from(half(self.seeds[1])))
     }
 }
 
@@ -218,7 +225,8 @@ impl Default for CopyKey {
 }
 
 /// A 128-bit hash of an id: two hashes of it under two keys (the chance that two of a
-/// billion ids meet is about 10^-21). In memory only, never persisted.
+/// billion ids meet is about 10^-21). Kept in a shard's state file, which a build that
+/// hashes otherwise refuses ([`Shard::resume`]).
 fn id_hash(id: &str) -> u128 {
     use std::hash::{Hash, Hasher};
     let half = |key: u64| {
@@ -230,37 +238,57 @@ fn id_hash(id: &str) -> u128 {
     u128::from(half(0x6e65_6172_6475_7030)) << 64 | u128::from(half(0x7368_6172_6469_6473))
 }
 
+/// The id hash of a fixed id and the hash of fixed values under `key`'s seeds: what a state
+/// file is checked with, so that a build whose hashing differs does not read another's
+/// sets.
+fn probes(key: &CopyKey) -> [u128; 2] {
+    use std::hash::{Hash, Hasher};
+    let half = |seed: u64| {
+        let mut h = std::hash::DefaultHasher::new();
+        seed.hash(&mut h);
+        (0x5eed_u64, "neardup", [1u32, 2, 3].as_slice(), Some(7u64)).hash(&mut h);
+        h.finish()
+    };
+    let copy = u128::from(half(key.seeds[0])) << 64 | u128::from(half(key.seeds[1]));
+    [id_hash("neardup-shard-state-probe"), copy]
+}
+
+/// What a shard's index and place must be (see the module's text).
+fn check(index: &Index, me: usize, shards: usize) -> Result<(), IndexError> {
+    let p = index.params();
+    let refuse = |why: &str| Err(IndexParamError(format!("a shard {why}")).into());
+    if !matches!(
+        p.method,
+        crate::index::Method::Spotsigs | crate::index::Method::Sentences
+    ) {
+        return refuse(&format!(
+            "decides on the exact lists only (spotsigs, sentences), not {}",
+            p.method
+        ));
+    }
+    if p.measure != crate::signature::Measure::Jaccard {
+        return refuse(&format!(
+            "decides with the jaccard measure only, not {}: the lists' candidates of the \
+             weighted measure depend on the pages each index holds",
+            p.measure
+        ));
+    }
+    if p.frequencies {
+        return refuse("cannot count document frequencies: they depend on pages it does not hold");
+    }
+    if shards == 0 || me >= shards {
+        return refuse(&format!(
+            "is one of 1 or more shards (got {me} of {shards})"
+        ));
+    }
+    Ok(())
+}
+
 impl Shard {
     /// Shard `me` of `shards` over `index`, empty.
     pub fn new(index: Index, me: usize, shards: usize) -> Result<Shard, IndexError> {
-        let p = index.params();
+        check(&index, me, shards)?;
         let refuse = |why: &str| Err(IndexParamError(format!("a shard {why}")).into());
-        if !matches!(
-            p.method,
-            crate::index::Method::Spotsigs | crate::index::Method::Sentences
-        ) {
-            return refuse(&format!(
-                "decides on the exact lists only (spotsigs, sentences), not {}",
-                p.method
-            ));
-        }
-        if p.measure != crate::signature::Measure::Jaccard {
-            return refuse(&format!(
-                "decides with the jaccard measure only, not {}: the lists' candidates of the \
-                 weighted measure depend on the pages each index holds",
-                p.measure
-            ));
-        }
-        if p.frequencies {
-            return refuse(
-                "cannot count document frequencies: they depend on pages it does not hold",
-            );
-        }
-        if shards == 0 || me >= shards {
-            return refuse(&format!(
-                "is one of 1 or more shards (got {me} of {shards})"
-            ));
-        }
         if index.pages() > 0 {
             return refuse(&format!(
                 "starts from an empty index ({} pages in it): its software-text counts are of \
@@ -278,6 +306,76 @@ impl Shard {
             keys: FxHashSet::default(),
             copies: 0,
             copy_key: CopyKey::new(),
+        })
+    }
+
+    /// Shard `me` of `shards` over `index` as a shard left it at a clean stop, with `state`
+    /// ([`Shard::state`]) written then: refused, with the reason, unless the index is at the
+    /// stamp the state was written at, its software-text counts are those of its snapshot,
+    /// and this build hashes ids and pages as the one that wrote it did. (A refused state
+    /// leaves the caller to start empty and read the stream again.)
+    pub fn resume(
+        index: Index,
+        me: usize,
+        shards: usize,
+        state: ShardState,
+    ) -> Result<Shard, IndexError> {
+        let refuse =
+            |why: String| Err(IndexParamError(format!("the shard's state file {why}")).into());
+        if (state.me as usize, state.shards as usize) != (me, shards) {
+            return refuse(format!(
+                "is of shard {} of {}, not {me} of {shards}",
+                state.me, state.shards
+            ));
+        }
+        if index.stamp() != (state.epoch, state.next_doc) {
+            return refuse(format!(
+                "was written at index stamp {:?}, and the index is at {:?}",
+                (state.epoch, state.next_doc),
+                index.stamp()
+            ));
+        }
+        if !index.software_as_saved() {
+            return refuse(
+                "was written with software-text counts the index did not read back".into(),
+            );
+        }
+        let copy_key = CopyKey { seeds: state.seeds };
+        if state.probes != probes(&copy_key) {
+            return refuse("was written by a build that hashes ids or pages otherwise".into());
+        }
+        check(&index, me, shards)?;
+        Ok(Shard {
+            index,
+            me,
+            shards,
+            cands: Vec::new(),
+            seen: state.seen.into_iter().collect(),
+            pending: state.pending.into_iter().collect(),
+            keys: state.keys.into_iter().collect(),
+            copies: state.copies,
+            copy_key,
+        })
+    }
+
+    /// What this shard holds besides its index, as of the stream `positions`, for
+    /// [`Shard::resume`]; the index's snapshots are written first ([`Index::save_lists`]),
+    /// so that the next open reads its lists and software-text counts back as they are.
+    pub fn state(&mut self, positions: Vec<Position>) -> Result<ShardState, IndexError> {
+        self.index.save_lists()?;
+        let (epoch, next_doc) = self.index.stamp();
+        Ok(ShardState {
+            me: self.me as u32,
+            shards: self.shards as u32,
+            epoch,
+            next_doc,
+            positions,
+            probes: probes(&self.copy_key),
+            seeds: self.copy_key.seeds,
+            copies: self.copies,
+            seen: self.seen.iter().copied().collect(),
+            pending: self.pending.iter().copied().collect(),
+            keys: self.keys.iter().copied().collect(),
         })
     }
 
@@ -858,5 +956,118 @@ mod tests {
         // a decision read again (at-least-once) changes nothing more
         assert!(!shard.decided(&mine, &dup).unwrap());
         assert_eq!(shard.pending(), 0);
+    }
+
+    /// A page of story `story` on host `host`, edited by `edit`: the host's template block,
+    /// a notice every host prints, and the story's sentences.
+    fn page(p: &IndexParams, host: usize, story: usize, edit: usize) -> Signed {
+        let signer = crate::signature::Signer::new(&p.signature).unwrap();
+        let text: String = (0..40)
+            .map(|i| {
+                let w = if i == edit % 40 { edit } else { i };
+                format!("the word{w} of story{story} is told ")
+            })
+            .collect();
+        signer.sign(&format!(
+            "<div>About host{host}: the desk of the host{host} paper writes every day of \
+             the week about the town</div><p>{text}</p><div>This site uses cookies to \
+             measure how the site is used and to show you what you read</div>"
+        ))
+    }
+
+    /// A shard stopped cleanly, its state file and snapshots written, then resumed from them
+    /// on the reopened index, reads the rest of the stream as the shard that never stopped:
+    /// the same judgements and votes, the same copies, waiting decisions and repeats.
+    #[test]
+    fn a_resumed_shard_reads_on_as_one_that_never_stopped() {
+        let p = IndexParams::default();
+        let mut pages: Vec<(String, String, Signed)> = Vec::new();
+        for i in 0..150 {
+            let (host, story) = (i % 5, i / 4);
+            // every tenth page a repeated id, every seventh a copy of a page of its host
+            let id = if i % 10 == 9 {
+                format!("p{}", i - 5)
+            } else {
+                format!("p{i}")
+            };
+            let signed = if i % 7 == 6 {
+                pages[i - 5].2.clone()
+            } else {
+                page(&p, host, story, i)
+            };
+            pages.push((id, format!("https://host{host}.test/{i}"), signed));
+        }
+        let dup = Decision::plain(DecisionKind::Duplicate);
+        let run = |shard: &mut Shard, range: std::ops::Range<usize>| {
+            let mut out = Vec::new();
+            for i in range {
+                let (id, url, signed) = &pages[i];
+                // the aggregator's decisions reach the shard now and then, some ahead
+                if i % 6 == 0 {
+                    shard.decided(&format!("p{}", i + 3), &dup).unwrap();
+                    shard
+                        .decided(&format!("p{}", i.saturating_sub(8)), &dup)
+                        .unwrap();
+                }
+                let page = PageRef {
+                    id,
+                    url,
+                    first_seen: i as i64,
+                };
+                let mut votes = Vec::new();
+                let judged = shard.read(i as u64, page, signed, &mut votes).unwrap();
+                let votes: Vec<(u64, String)> = votes
+                    .iter()
+                    .map(|v| (v.pos, format!("{:.6}", v.similarity)))
+                    .collect();
+                out.push((judged, votes));
+            }
+            out
+        };
+        let mut whole = Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).unwrap();
+        let all = run(&mut whole, 0..150);
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = Shard::new(Index::open_dir(dir.path(), p.clone()).unwrap(), 0, 2).unwrap();
+        let head = run(&mut first, 0..80);
+        let at = vec![Position {
+            stream: "signed".into(),
+            partition: 0,
+            next: 80,
+        }];
+        let state = first.state(at.clone()).unwrap();
+        let path = dir.path().join(super::super::shard_state::STATE_FILE);
+        state.save(&path).unwrap();
+        let (copies, pending, ids) = (first.copies(), first.pending(), first.ids());
+        drop(first);
+        let state = ShardState::load(&path).unwrap();
+        assert_eq!(state.positions, at);
+        let index = Index::open_dir(dir.path(), p.clone()).unwrap();
+        assert!(
+            index.lists_restore().is_some_and(|r| r.from_snapshot),
+            "{:?}",
+            index.lists_restore()
+        );
+        let mut resumed = Shard::resume(index, 0, 2, state.clone()).unwrap();
+        assert_eq!(
+            (resumed.copies(), resumed.pending(), resumed.ids()),
+            (copies, pending, ids)
+        );
+        let tail = run(&mut resumed, 80..150);
+        assert_eq!([head, tail].concat(), all);
+        assert!(
+            all.iter().any(|(_, v)| !v.is_empty()),
+            "some pages voted for"
+        );
+        assert!(all.iter().any(|(j, _)| *j == Judged::Repeated));
+        assert!(whole.copies() > 0 && whole.copies() == resumed.copies());
+        // the state is refused by another shard, and once the index moved on
+        let index = resumed.index;
+        assert!(Shard::resume(index, 1, 2, state.clone()).is_err());
+        let mut other = state.clone();
+        other.seeds[0] ^= 1;
+        let dir2 = tempfile::tempdir().unwrap();
+        let fresh = Index::open_dir(dir2.path(), p).unwrap();
+        let e = Shard::resume(fresh, 0, 2, other).err().unwrap().to_string();
+        assert!(e.contains("index stamp"), "{e}");
     }
 }

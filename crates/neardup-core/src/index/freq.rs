@@ -314,10 +314,18 @@ pub(super) fn write_snapshot(
     body(&mut out)?;
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
-    let tmp = path.with_extension("snapshot.tmp");
+    write_whole(path, &out)
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it (its extension
+/// `.tmp` after the path's own), synced, then renamed over it.
+pub fn write_whole(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
     {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&out)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)

@@ -635,7 +635,8 @@ impl Index {
     /// Counts the software text of a page this index does not store: a shard of a sharded
     /// decider ([`crate::dedup::sharded`]) counts every page of the stream, as one index
     /// counts every page it stores, and stores only the pages it owns. (The counts' snapshot
-    /// names the pages stored: a shard's counts are not made to be snapshotted.)
+    /// names the pages stored, which these counts are not of: the next [`Index::save_lists`]
+    /// writes it again, and only a shard's own state file says what the counts are of.)
     pub fn count_page_software(
         &mut self,
         url: &str,
@@ -644,7 +645,25 @@ impl Index {
     ) -> Result<(), IndexError> {
         self.settle_software()?;
         self.observe_software(url, fp64, blocks);
+        self.software_saved = None;
         Ok(())
+    }
+
+    /// The index's lists epoch and next document number: what its snapshots are stamped
+    /// with.
+    pub fn stamp(&self) -> (u64, u64) {
+        (self.epoch, self.next_doc)
+    }
+
+    /// Whether the software-text counts in memory are those of the snapshot file as read
+    /// at open or written since, with nothing counted after it (true without the counts).
+    pub fn software_as_saved(&self) -> bool {
+        self.software.is_none()
+            || self.software_saved
+                == Some(freq::Stamp {
+                    epoch: self.epoch,
+                    next_doc: self.next_doc,
+                })
     }
 
     fn observe_software(&mut self, url: &str, fp64: u64, blocks: &[u32]) {

@@ -294,14 +294,15 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 index = None
                 if persistent and role != "shard":
                     raise DriftError(f"{kind}/{name}: a {role} mounts persistent volumes {persistent}")
-                if role == "shard":
-                    # its documents go to a directory under its index setting: a writable mount
+                if role in ("shard", "aggregator"):
+                    # a shard's documents and state file, the aggregator's state file, go to a
+                    # directory under its index setting: a writable mount
                     shard_dir = rw.back(s.get("index", ""))
                     scratch = [m["mountPath"].rstrip("/") for m in mounts
                                if "emptyDir" in (volumes.get(m["name"]) or {})] + persistent
                     if not any(shard_dir == p or shard_dir.startswith(p + "/") for p in scratch):
                         raise DriftError(
-                            f"{kind}/{name}: the shard's directory {shard_dir} is on no emptyDir "
+                            f"{kind}/{name}: the {role}'s directory {shard_dir} is on no emptyDir "
                             f"or claim (writable mounts: {scratch or 'none'}): the root "
                             "filesystem is read-only")
             else:

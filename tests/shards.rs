@@ -278,6 +278,32 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     assert_eq!(bad_signed[0]["source"]["topic"], SIGNED);
     let order = signed_order(&b, &all);
     assert_eq!(decisions(&outs), file_mode(&order, d));
+
+    // the aggregator stopped cleanly while pages arrive: started again, it takes up its
+    // state file and decides the rest as one decider would
+    stages[AGGREGATOR].signal("TERM");
+    assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(60)), Some(0));
+    let (last, bad3) = inputs(160, 200);
+    b.produce("pages", &last);
+    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 2, &[]);
+    stages[AGGREGATOR].wait_ready(Duration::from_secs(60));
+    let all: Vec<Input> = all.iter().chain(&last).cloned().collect();
+    let pages = all.len() - bad - bad2 - bad3;
+    wait_until(Duration::from_secs(180), "every page decided", || {
+        decisions(&b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60))).len() >= pages
+    });
+    let log = std::fs::read_to_string(d.join("aggregator-2.log")).unwrap();
+    assert!(
+        log.contains("took the aggregator up from its state file"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("decided the signed topic again up to the committed offset"),
+        "the stopped aggregator decides nothing again: {log}"
+    );
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let order = signed_order(&b, &all);
+    assert_eq!(decisions(&outs), file_mode(&order, d));
     stop_all(&mut stages);
 }
 

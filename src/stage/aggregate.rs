@@ -6,24 +6,28 @@
 //! signed record that is not one).
 //!
 //! Its state (every decision by id, and which pages were decided unique) is a function of
-//! what it read, in order: at every start it reads its inputs from their start, decides
-//! again without writing up to the signed offset its group committed, and writes from
-//! there.
+//! what it read, in order: a start without a state file reads its inputs from their start,
+//! decides again without writing up to the signed offset its group committed, and writes
+//! from there. A clean stop writes the state to `aggregator/` under the index directory
+//! ([`crate::dedup::shard_state::AggregatorState`]), and the next start takes it up and
+//! reads on from the offsets it is of.
 
 use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use rdkafka::message::{BorrowedMessage, Message};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::decide::{max_output_bytes, tagged_headers, tagged_payload};
 use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
+use crate::dedup::shard_state::{AggregatorState, Position, AGGREGATOR_STATE_FILE};
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
 use crate::index::DecisionKind;
 use crate::record::signed::{signature_id, SignedRecord};
@@ -68,8 +72,13 @@ struct Queues {
     /// Bytes of the signed records held.
     signed_bytes: usize,
     votes: Vec<VecDeque<VotesRecord>>,
+    /// Per votes partition, beside `votes`: the offset each record held began at (its first
+    /// part's), where a state file written now must read it again from.
+    votes_at: Vec<VecDeque<i64>>,
     /// Per votes partition: the parts of a record written in parts, until the last.
     parts: Vec<Parts>,
+    /// Per votes partition: the offset of the first part of the record in `parts`.
+    part_from: Vec<Option<i64>>,
     /// Per votes partition: the offset after the last record read.
     votes_next: Vec<i64>,
     paused: Vec<bool>,
@@ -77,6 +86,8 @@ struct Queues {
 
 /// Runs the aggregator until a stop.
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCounts> {
+    let dir = s.index.join("aggregator");
+    let state = take_state(&dir, s.shards);
     let mut link = Link::new(s, health)?;
     link.check_topics(s)?;
     let signed_t = s.signed_topic.as_str();
@@ -87,21 +98,52 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         link.check_kept_whole(t, *p)?;
     }
     let mut committed = link.committed(&parts[..1])?[0];
-    link.assign_from_start(&parts)?;
+    // where the state file left off in each input (0: their start); a state past the
+    // group's committed offset is not of this group's stream (a topic or the group made
+    // again): the aggregator starts empty
+    let (aggregator, at) = match state {
+        Some((aggregator, positions)) => {
+            let at: Vec<i64> = parts
+                .iter()
+                .map(|&(t, p)| {
+                    positions
+                        .iter()
+                        .find(|q| q.stream == t && q.partition == p)
+                        .map_or(0, |q| q.next)
+                })
+                .collect();
+            if at[0] > committed {
+                warn!(
+                    state_at = at[0],
+                    committed,
+                    "the aggregator's state file is past its group's committed offset: \
+                     starting empty and reading the topics from their start"
+                );
+                (Aggregator::new(), vec![0; parts.len()])
+            } else {
+                (aggregator, at)
+            }
+        }
+        None => (Aggregator::new(), vec![0; parts.len()]),
+    };
+    link.assign_at(&parts, &at)?;
     info!(
         shards = s.shards,
         committed,
+        from = at[0],
         standby = s.standby,
-        "reading the signed topic and the votes from their start; deciding again without \
-         writing up to the committed offset"
+        "reading the signed topic and the votes from the offsets the aggregator's state is of \
+         (their start without one); deciding again without writing up to the committed offset"
     );
     health.assigned.store(parts.len(), Ordering::Relaxed);
-    if committed > 0 {
+    if committed > at[0] {
         *health.restoring.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
             "deciding the signed topic again up to offset {committed}"
         ));
     }
-    health.index_open.store(committed == 0, Ordering::Relaxed);
+    health
+        .index_open
+        .store(committed <= at[0], Ordering::Relaxed);
     health.publish();
 
     let mut a = Agg {
@@ -110,7 +152,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         fp_words: (s.params.signature.fingerprint_bits / 64) as usize,
         params_id: record::params_id(&s.params),
         max_out: max_output_bytes(s),
-        aggregator: Aggregator::new(),
+        aggregator,
         votes: Vec::new(),
         counts: AggregateCounts::default(),
     };
@@ -118,12 +160,14 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         signed: VecDeque::new(),
         signed_bytes: 0,
         votes: vec![VecDeque::new(); s.shards],
+        votes_at: vec![VecDeque::new(); s.shards],
         parts: (0..s.shards).map(|_| Parts::default()).collect(),
-        votes_next: vec![0; s.shards],
+        part_from: vec![None; s.shards],
+        votes_next: at[1..].to_vec(),
         paused: vec![false; s.shards + 1],
     };
-    let mut next = 0i64;
-    let mut ready = committed == 0;
+    let mut next = at[0];
+    let mut ready = committed <= next;
     let mut turn = Turn::new(s);
     let started = Instant::now();
     while !s.shutdown.requested() {
@@ -139,6 +183,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
                 nothing more (a restart follows it)"
             );
             a.counts.lost_lease = true;
+            save_state(&dir, &a.aggregator, s, &q, next);
             return Ok(a.counts);
         }
         // a follower decides again up to the committed offset only
@@ -192,7 +237,86 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     if turn.writing() && next > committed {
         link.commit(&q.offsets(signed_t, votes_t, next))?;
     }
+    save_state(&dir, &a.aggregator, s, &q, next);
     Ok(a.counts)
+}
+
+/// The aggregator as its last clean stop left it, with the positions its state is of, when
+/// `dir` holds a state file this build can take up ([`Aggregator::resume`]). The file is
+/// removed first: an aggregator killed later reads its topics from their start.
+fn take_state(dir: &Path, shards: usize) -> Option<(Aggregator, Vec<Position>)> {
+    let path = dir.join(AGGREGATOR_STATE_FILE);
+    if !path.exists() {
+        return None;
+    }
+    let started = Instant::now();
+    let loaded = AggregatorState::load(&path);
+    if let Err(e) = std::fs::remove_file(&path) {
+        // taken up again after a kill, it would not be the state of the last commit
+        warn!(error = %e, path = %path.display(), "cannot remove the aggregator's state file: not taking it up");
+        return None;
+    }
+    let resumed = loaded.map_err(anyhow::Error::from).and_then(|state| {
+        let positions = state.positions.clone();
+        Ok((Aggregator::resume(shards, state)?, positions))
+    });
+    match resumed {
+        Ok((aggregator, positions)) => {
+            info!(
+                decided = aggregator.decided(),
+                seconds = started.elapsed().as_secs_f64(),
+                "took the aggregator up from its state file (written at its last clean stop)"
+            );
+            Some((aggregator, positions))
+        }
+        Err(e) => {
+            warn!(
+                error = format!("{e:#}"),
+                "the aggregator's state file cannot be taken up: reading the topics from their \
+                 start"
+            );
+            None
+        }
+    }
+}
+
+/// Writes the aggregator's state file as of `next` in the signed topic and, in each votes
+/// partition, the first record not joined yet, so that the next start takes up from there.
+/// The aggregator needs no directory: one it cannot write to is said and left.
+fn save_state(dir: &Path, aggregator: &Aggregator, s: &StageSettings, q: &Queues, next: i64) {
+    let started = Instant::now();
+    let mut positions = vec![Position {
+        stream: s.signed_topic.clone(),
+        partition: 0,
+        next,
+    }];
+    for k in 0..s.shards {
+        positions.push(Position {
+            stream: s.votes_topic.clone(),
+            partition: k as i32,
+            next: q.votes_at[k]
+                .front()
+                .copied()
+                .or(q.part_from[k])
+                .unwrap_or(q.votes_next[k]),
+        });
+    }
+    let state = aggregator.state(s.shards, positions);
+    let path: PathBuf = dir.join(AGGREGATOR_STATE_FILE);
+    match std::fs::create_dir_all(dir).and_then(|()| state.save(&path)) {
+        Ok(()) => info!(
+            at = next,
+            decided = state.decided.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "wrote the aggregator's state file: the next start takes up from here"
+        ),
+        Err(e) => warn!(
+            error = %e,
+            path = %path.display(),
+            "cannot write the aggregator's state file: the next start reads the topics from \
+             their start"
+        ),
+    }
 }
 
 impl Queues {
@@ -227,9 +351,17 @@ impl Queues {
                 v.shard
             );
         }
-        self.votes_next[k] = m.offset() + 1;
+        let offset = m.offset();
+        self.votes_next[k] = offset + 1;
+        // a record begins at a whole record or a first part
+        if v.part.unwrap_or(0) == 0 {
+            self.part_from[k] = Some(offset);
+        }
+        let from = self.part_from[k].unwrap_or(offset);
         if let Some(v) = self.parts[k].join(v) {
             self.votes[k].push_back(v);
+            self.votes_at[k].push_back(from);
+            self.part_from[k] = None;
         }
         Ok(())
     }
@@ -245,6 +377,7 @@ impl Queues {
         for (k, q) in self.votes.iter_mut().enumerate() {
             while q.front().is_some_and(|v| v.offset < offset) {
                 q.pop_front();
+                self.votes_at[k].pop_front();
             }
             match q.front() {
                 None => return Ok(None),
@@ -264,6 +397,9 @@ impl Queues {
             .iter_mut()
             .map(|q| q.pop_front().expect("joined"))
             .collect();
+        for at in &mut self.votes_at {
+            at.pop_front();
+        }
         Ok(Some((held, votes)))
     }
 

@@ -240,22 +240,10 @@ impl Link {
         )
     }
 
-    /// Reads these partitions from their start.
-    pub(super) fn assign_from_start(&self, parts: &[(&str, i32)]) -> Result<()> {
+    /// Assigns the partitions `parts` from the offsets `at` beside them (0: from the start).
+    pub(super) fn assign_at(&self, parts: &[(&str, i32)], at: &[i64]) -> Result<()> {
         let mut tpl = TopicPartitionList::new();
-        for (t, p) in parts {
-            tpl.add_partition_offset(t, *p, Offset::Beginning)?;
-        }
-        self.consumer
-            .assign(&tpl)
-            .context("cannot assign the partitions")
-    }
-
-    /// Assigns the partitions from the offsets given (0: from the start, as
-    /// [`Link::assign_from_start`]).
-    pub(super) fn assign_at(&self, parts: &[(&str, i32, i64)]) -> Result<()> {
-        let mut tpl = TopicPartitionList::new();
-        for &(t, p, at) in parts {
+        for (&(t, p), &at) in parts.iter().zip(at) {
             let offset = if at > 0 {
                 Offset::Offset(at)
             } else {

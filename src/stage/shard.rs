@@ -84,12 +84,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         at.iter_mut().for_each(|a| *a = 0);
     }
     let resumed = at[0] > 0;
-    let from: Vec<(&str, i32, i64)> = parts
-        .iter()
-        .zip(&at)
-        .map(|(&(t, p), &a)| (t, p, a))
-        .collect();
-    link.assign_at(&from)?;
+    link.assign_at(&parts, &at)?;
     info!(
         shard = s.shard,
         shards = s.shards,

@@ -251,7 +251,7 @@ kafka-properties-file = {{ include "neardup.kafkaPropertiesFile" . | toJson }}
 {{- if ne $role "all" }}
 role = {{ $role | toJson }}
 {{- end }}
-{{- if and (ne $role "signer") (ne $role "aggregator") }}
+{{- if ne $role "signer" }}
 index = {{ include "neardup.indexDir" . | toJson }}
 {{- end }}
 {{- if $sharded }}

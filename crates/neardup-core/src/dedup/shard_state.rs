@@ -1,6 +1,7 @@
-//! A shard's state file: what a shard of a sharded decider ([`super::sharded::Shard`]) holds
-//! beside its index, written at a clean stop with the index's snapshots, so that the next
-//! start takes up from where it stopped instead of reading the whole stream again.
+//! The state files of a sharded decider's roles, written at a clean stop so that the next
+//! start takes up from where it stopped instead of reading the whole stream again: a shard's
+//! ([`ShardState`], what a [`super::sharded::Shard`] holds beside its index, written with the
+//! index's snapshots) and the aggregator's ([`AggregatorState`], every decision it keeps).
 //!
 //! A shard's state is a function of the records read, in order: the signed pages (its index,
 //! the software-text counts of every page, the ids read, the copy keys) and the decisions
@@ -19,6 +20,8 @@
 
 use std::io;
 use std::path::Path;
+
+use crate::index::{Decision, DecisionKind, Found};
 
 /// The state file's name, in the shard's index directory.
 pub const STATE_FILE: &str = "shard.state";
@@ -66,15 +69,7 @@ impl ShardState {
         out.extend_from_slice(&self.shards.to_le_bytes());
         out.extend_from_slice(&self.epoch.to_le_bytes());
         out.extend_from_slice(&self.next_doc.to_le_bytes());
-        let count = u32::try_from(self.positions.len()).map_err(|_| bad("too many positions"))?;
-        out.extend_from_slice(&count.to_le_bytes());
-        for p in &self.positions {
-            let len = u32::try_from(p.stream.len()).map_err(|_| bad("a stream name too long"))?;
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(p.stream.as_bytes());
-            out.extend_from_slice(&p.partition.to_le_bytes());
-            out.extend_from_slice(&p.next.to_le_bytes());
-        }
+        put_positions(&mut out, &self.positions)?;
         for v in self.probes {
             out.extend_from_slice(&v.to_le_bytes());
         }
@@ -88,39 +83,19 @@ impl ShardState {
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        crate::index::freq::write_whole(path, &out)
+        write_checked(path, out)
     }
 
     /// Reads a state file written by [`ShardState::save`]; a damaged or foreign file is an
     /// error that says so.
     pub fn load(path: &Path) -> io::Result<ShardState> {
-        let bytes = std::fs::read(path)?;
-        if bytes.len() < MAGIC.len() + 4 || &bytes[..8] != MAGIC {
-            return Err(bad("not a shard state file (or of another version)"));
-        }
-        let (all, crc) = bytes.split_at(bytes.len() - 4);
-        if crc32fast::hash(all) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-            return Err(bad("checksum mismatch (damaged file)"));
-        }
-        let mut r = Reader(&all[8..]);
+        let body = read_checked(path, MAGIC, "a shard state file")?;
+        let mut r = Reader(&body);
         let me = r.u32()?;
         let shards = r.u32()?;
         let epoch = r.u64()?;
         let next_doc = r.u64()?;
-        let count = r.u32()?;
-        let mut positions = Vec::with_capacity(count.min(1024) as usize);
-        for _ in 0..count {
-            let len = r.u32()? as usize;
-            let stream = String::from_utf8(r.take(len)?.to_vec())
-                .map_err(|_| bad("a stream name that is not UTF-8"))?;
-            positions.push(Position {
-                stream,
-                partition: r.u32()? as i32,
-                next: r.u64()? as i64,
-            });
-        }
+        let positions = r.positions()?;
         let probes = [r.u128()?, r.u128()?];
         let seeds = [r.u64()?, r.u64()?];
         let copies = r.u64()?;
@@ -151,6 +126,175 @@ impl ShardState {
     }
 }
 
+/// The aggregator's state file's name, in its directory.
+pub const AGGREGATOR_STATE_FILE: &str = "aggregator.state";
+
+const AGGREGATOR_MAGIC: &[u8; 8] = b"NDAGGR1\0";
+
+/// What the aggregator ([`super::sharded::Aggregator`]) holds, and what it is of.
+///
+/// Layout (version 1), little-endian: the magic `NDAGGR1\0`; shards (u32); the positions (as
+/// in [`ShardState`]: the signed topic's first, then each votes partition's); the probe (u128:
+/// the id hash of a fixed id under this build's hashing); the unique bits (u64 count, then
+/// the words, u64 each: bit `pos` set when the page at stream position `pos` was decided
+/// unique); the decisions (u64 count, then each: the id hash u128, the kind u8 (0 unique, 1
+/// duplicate, 2 skipped) and for a duplicate the index that found it u8 (0 none, 1 alg.G,
+/// 2 alg.H, 3 SpotSigs, 4 sentences), flags u8 (bit 0 a similarity, bit 1 a Hamming
+/// distance), the canonical id and URL (each u32 length and bytes), the similarity f64 and
+/// the Hamming distance u32 when flagged); CRC-32 of everything before it, u32.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggregatorState {
+    pub shards: u32,
+    pub positions: Vec<Position>,
+    pub probe: u128,
+    pub unique: Vec<u64>,
+    pub decided: Vec<(u128, Decision)>,
+}
+
+fn put_positions(out: &mut Vec<u8>, positions: &[Position]) -> io::Result<()> {
+    let count = u32::try_from(positions.len()).map_err(|_| bad("too many positions"))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for p in positions {
+        put_str(out, &p.stream)?;
+        out.extend_from_slice(&p.partition.to_le_bytes());
+        out.extend_from_slice(&p.next.to_le_bytes());
+    }
+    Ok(())
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    let len = u32::try_from(s.len()).map_err(|_| bad("a string too long"))?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+/// The whole file: its bytes with their CRC-32 after them, written whole or not at all.
+fn write_checked(path: &Path, mut out: Vec<u8>) -> io::Result<()> {
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    crate::index::freq::write_whole(path, &out)
+}
+
+/// The body of a file written by [`write_checked`] with `magic` (its magic and checksum
+/// checked), or why not.
+fn read_checked(path: &Path, magic: &[u8; 8], what: &str) -> io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path)?;
+    if bytes.len() < magic.len() + 4 || &bytes[..8] != magic {
+        return Err(bad(format!("not {what} (or of another version)")));
+    }
+    let (all, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(all) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
+        return Err(bad("checksum mismatch (damaged file)"));
+    }
+    bytes.truncate(bytes.len() - 4);
+    bytes.drain(..8);
+    Ok(bytes)
+}
+
+impl AggregatorState {
+    /// Writes the state to `path` (a temporary file, fsync, rename).
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let mut out = Vec::with_capacity(64 + 8 * self.unique.len() + 20 * self.decided.len());
+        out.extend_from_slice(AGGREGATOR_MAGIC);
+        out.extend_from_slice(&self.shards.to_le_bytes());
+        put_positions(&mut out, &self.positions)?;
+        out.extend_from_slice(&self.probe.to_le_bytes());
+        out.extend_from_slice(&(self.unique.len() as u64).to_le_bytes());
+        for w in &self.unique {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.decided.len() as u64).to_le_bytes());
+        for (h, d) in &self.decided {
+            out.extend_from_slice(&h.to_le_bytes());
+            out.push(match d.kind {
+                DecisionKind::Unique => 0,
+                DecisionKind::Duplicate => 1,
+                DecisionKind::Skipped => 2,
+            });
+            if d.kind != DecisionKind::Duplicate {
+                continue;
+            }
+            out.push(Found::code(d.found_by));
+            out.push(u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1);
+            put_str(&mut out, d.canonical_id.as_deref().unwrap_or(""))?;
+            put_str(&mut out, d.canonical_url.as_deref().unwrap_or(""))?;
+            if let Some(sim) = d.similarity {
+                out.extend_from_slice(&sim.to_le_bytes());
+            }
+            if let Some(h) = d.hamming {
+                out.extend_from_slice(&h.to_le_bytes());
+            }
+        }
+        write_checked(path, out)
+    }
+
+    /// Reads a state file written by [`AggregatorState::save`]; a damaged or foreign file is
+    /// an error that says so.
+    pub fn load(path: &Path) -> io::Result<AggregatorState> {
+        let body = read_checked(path, AGGREGATOR_MAGIC, "an aggregator state file")?;
+        let mut r = Reader(&body);
+        let shards = r.u32()?;
+        let positions = r.positions()?;
+        let probe = r.u128()?;
+        let words = r.u64()?;
+        if words > (r.0.len() / 8) as u64 {
+            return Err(bad("unique bits longer than the file"));
+        }
+        let unique = (0..words).map(|_| r.u64()).collect::<io::Result<_>>()?;
+        let n = r.u64()?;
+        if n > (r.0.len() / 17) as u64 {
+            return Err(bad("more decisions than the file holds"));
+        }
+        let mut decided = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let h = r.u128()?;
+            let kind = match r.u8()? {
+                0 => DecisionKind::Unique,
+                1 => DecisionKind::Duplicate,
+                2 => DecisionKind::Skipped,
+                k => return Err(bad(format!("a decision of kind {k}"))),
+            };
+            if kind != DecisionKind::Duplicate {
+                decided.push((h, Decision::plain(kind)));
+                continue;
+            }
+            let found_by = Found::of_code(r.u8()?)
+                .map_err(|f| bad(format!("a decision found by index {f}")))?;
+            let flags = r.u8()?;
+            let canonical_id = Some(r.string()?).filter(|s| !s.is_empty());
+            let canonical_url = Some(r.string()?).filter(|s| !s.is_empty());
+            let similarity = if flags & 1 != 0 {
+                Some(f64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
+            } else {
+                None
+            };
+            let hamming = if flags & 2 != 0 { Some(r.u32()?) } else { None };
+            decided.push((
+                h,
+                Decision {
+                    kind,
+                    canonical_id,
+                    canonical_url,
+                    similarity,
+                    hamming,
+                    found_by,
+                },
+            ));
+        }
+        if !r.0.is_empty() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok(AggregatorState {
+            shards,
+            positions,
+            probe,
+            unique,
+            decided,
+        })
+    }
+}
+
 struct Reader<'a>(&'a [u8]);
 
 impl Reader<'_> {
@@ -161,6 +305,28 @@ impl Reader<'_> {
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
+    }
+
+    fn u8(&mut self) -> io::Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn string(&mut self) -> io::Result<String> {
+        let len = self.u32()? as usize;
+        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| bad("a string that is not UTF-8"))
+    }
+
+    fn positions(&mut self) -> io::Result<Vec<Position>> {
+        let count = self.u32()?;
+        let mut positions = Vec::with_capacity(count.min(1024) as usize);
+        for _ in 0..count {
+            positions.push(Position {
+                stream: self.string()?,
+                partition: self.u32()? as i32,
+                next: self.u64()? as i64,
+            });
+        }
+        Ok(positions)
     }
 
     fn u32(&mut self) -> io::Result<u32> {

@@ -58,7 +58,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::shard_state::{Position, ShardState};
+use super::shard_state::{AggregatorState, Position, ShardState};
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
@@ -620,6 +620,27 @@ enum Kept {
     Duplicate(Box<Decision>),
 }
 
+/// The id whose hash an aggregator's state file is checked with.
+const AGGREGATOR_PROBE: &str = "neardup-aggregator-state-probe";
+
+impl Kept {
+    fn of(d: Decision) -> Kept {
+        match d.kind {
+            DecisionKind::Unique => Kept::Unique,
+            DecisionKind::Skipped => Kept::Skipped,
+            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d)),
+        }
+    }
+
+    fn decision(&self) -> Decision {
+        match self {
+            Kept::Unique => Decision::plain(DecisionKind::Unique),
+            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
+            Kept::Duplicate(d) => (**d).clone(),
+        }
+    }
+}
+
 /// The aggregator: decides each page from every shard's votes, in stream order, and keeps
 /// every decision by id.
 ///
@@ -641,10 +662,44 @@ impl Aggregator {
 
     /// The decision of an id decided before: a repeated id gets it again.
     pub fn repeated(&self, id: &str) -> Option<Decision> {
-        self.decided.get(&id_hash(id)).map(|k| match k {
-            Kept::Unique => Decision::plain(DecisionKind::Unique),
-            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
-            Kept::Duplicate(d) => (**d).clone(),
+        self.decided.get(&id_hash(id)).map(Kept::decision)
+    }
+
+    /// What this aggregator holds, as of the stream `positions`, for
+    /// [`Aggregator::resume`].
+    pub fn state(&self, shards: usize, positions: Vec<Position>) -> AggregatorState {
+        AggregatorState {
+            shards: shards as u32,
+            positions,
+            probe: id_hash(AGGREGATOR_PROBE),
+            unique: self.unique.clone(),
+            decided: self
+                .decided
+                .iter()
+                .map(|(h, k)| (*h, k.decision()))
+                .collect(),
+        }
+    }
+
+    /// The aggregator of `shards` shards as a clean stop left it, from `state`
+    /// ([`Aggregator::state`]): refused, with the reason, when the state is of another shard
+    /// count or of a build that hashes ids otherwise.
+    pub fn resume(shards: usize, state: AggregatorState) -> Result<Aggregator, IndexError> {
+        let refuse =
+            |why: String| Err(IndexParamError(format!("the aggregator's state file {why}")).into());
+        if state.shards as usize != shards {
+            return refuse(format!("is of {} shards, not {shards}", state.shards));
+        }
+        if state.probe != id_hash(AGGREGATOR_PROBE) {
+            return refuse("was written by a build that hashes ids otherwise".into());
+        }
+        Ok(Aggregator {
+            unique: state.unique,
+            decided: state
+                .decided
+                .into_iter()
+                .map(|(h, d)| (h, Kept::of(d)))
+                .collect(),
         })
     }
 
@@ -688,12 +743,7 @@ impl Aggregator {
             }
         }
         let d = self.choose(pos, judged, votes);
-        let kept = match d.kind {
-            DecisionKind::Unique => Kept::Unique,
-            DecisionKind::Skipped => Kept::Skipped,
-            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d.clone())),
-        };
-        self.decided.insert(id_hash(id), kept);
+        self.decided.insert(id_hash(id), Kept::of(d.clone()));
         d
     }
 
@@ -835,6 +885,70 @@ mod tests {
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         assert_eq!(a.decided(), 8);
         assert_eq!(a.repeated("p8"), None);
+    }
+
+    /// An aggregator written to its state file and taken up from it decides on as the one
+    /// that never stopped: the same repeats, and the same pages count as decided unique.
+    #[test]
+    fn a_resumed_aggregator_decides_on_as_one_that_never_stopped() {
+        let mut a = Aggregator::new();
+        for pos in 0..70 {
+            let votes: Vec<Vote> = match pos % 3 {
+                0 => vec![],
+                1 => vec![v(pos - 1, 0.8, 0, 0)],
+                _ => vec![v(pos - 2, 0.6, 0, 1)],
+            };
+            let judged = if pos % 3 == 2 {
+                Judged::OwnTextTooShort
+            } else if pos == 66 {
+                Judged::Skipped
+            } else {
+                Judged::Matched
+            };
+            a.decide(pos, &format!("p{pos}"), judged, &votes);
+        }
+        let at = vec![Position {
+            stream: "signed".into(),
+            partition: 0,
+            next: 70,
+        }];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .join(super::super::shard_state::AGGREGATOR_STATE_FILE);
+        a.state(2, at.clone()).save(&path).unwrap();
+        let state = AggregatorState::load(&path).unwrap();
+        assert_eq!(state.positions, at);
+        assert!(
+            Aggregator::resume(3, state.clone()).is_err(),
+            "another shard count"
+        );
+        let mut b = Aggregator::resume(2, state).unwrap();
+        assert_eq!(b.decided(), a.decided());
+        for pos in 0..70 {
+            let id = format!("p{pos}");
+            assert_eq!(b.repeated(&id), a.repeated(&id), "{id}");
+        }
+        assert!(a
+            .repeated("p1")
+            .is_some_and(|d| d.kind == DecisionKind::Duplicate));
+        assert_eq!(
+            a.repeated("p66").map(|d| d.kind),
+            Some(DecisionKind::Skipped)
+        );
+        // votes for every earlier page: only those decided unique can be chosen
+        let votes: Vec<Vote> = (0..70).map(|p| v(p, 0.9, 0, 0)).collect();
+        for (pos, id) in [(70, "p70"), (71, "p5")] {
+            let judged = if id == "p5" {
+                Judged::Repeated
+            } else {
+                Judged::Matched
+            };
+            assert_eq!(
+                b.decide(pos, id, judged, &votes),
+                a.decide(pos, id, judged, &votes)
+            );
+        }
     }
 
     /// A page of 60 sentences, signed with `p`'s settings.

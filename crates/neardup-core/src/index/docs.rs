@@ -79,6 +79,29 @@ pub enum Found {
 }
 
 impl Found {
+    /// The byte that stands for `found` in stored records (0: none).
+    pub fn code(found: Option<Found>) -> u8 {
+        match found {
+            None => 0,
+            Some(Found::AlgG) => 1,
+            Some(Found::AlgH) => 2,
+            Some(Found::Spotsigs) => 3,
+            Some(Found::Sentences) => 4,
+        }
+    }
+
+    /// What a stored byte stands for ([`Found::code`]); `Err` with the byte for another.
+    pub fn of_code(code: u8) -> Result<Option<Found>, u8> {
+        Ok(match code {
+            0 => None,
+            1 => Some(Found::AlgG),
+            2 => Some(Found::AlgH),
+            3 => Some(Found::Spotsigs),
+            4 => Some(Found::Sentences),
+            m => return Err(m),
+        })
+    }
+
     /// Name as in records.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -361,13 +384,7 @@ impl DocRecord {
                 | (u8::from(!self.blocks.is_empty()) << 6)
                 | (u8::from(signatures && !self.software.is_empty()) << 7),
         );
-        out.push(match d.found_by {
-            None => 0,
-            Some(Found::AlgG) => 1,
-            Some(Found::AlgH) => 2,
-            Some(Found::Spotsigs) => 3,
-            Some(Found::Sentences) => 4,
-        });
+        out.push(Found::code(d.found_by));
         put_varint(
             &mut out,
             ((self.first_seen << 1) ^ (self.first_seen >> 63)) as u64,
@@ -623,14 +640,8 @@ impl Reader<'_> {
                 "doc record version {version} with flags {flags:#010b}"
             )));
         }
-        let found_by = match self.u8()? {
-            0 => None,
-            1 => Some(Found::AlgG),
-            2 => Some(Found::AlgH),
-            3 => Some(Found::Spotsigs),
-            4 => Some(Found::Sentences),
-            m => return Err(IndexError::Corrupt(format!("method code {m}"))),
-        };
+        let found_by = Found::of_code(self.u8()?)
+            .map_err(|m| IndexError::Corrupt(format!("method code {m}")))?;
         Ok(Head {
             kind,
             flags,

@@ -523,9 +523,9 @@ pub struct StageOptions {
     /// decider processes of one index, each with its own index directory; the one holding
     /// the lease (a group of its own) subscribes to the signed topic and decides, the other
     /// follows the changelog into its index and takes over when the first is gone (needs a
-    /// changelog). A shard or the aggregator: two
-    /// processes of the role read its topics; the one holding the lease writes, the other
-    /// reads up to the committed offset and takes over when the first is gone
+    /// changelog). A shard or the aggregator: two processes of the role read its topics; the
+    /// one holding the lease writes, the other reads up to the committed offset and takes
+    /// over when the first is gone
     #[arg(long, env = "NEARDUP_STANDBY", num_args = 0..=1, default_missing_value = "true")]
     pub standby: Option<bool>,
     /// A decider split by owned pages: how many shards (every shard and the aggregator

@@ -27,7 +27,7 @@ use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
-use crate::dedup::shard_state::{AggregatorState, Position, AGGREGATOR_STATE_FILE};
+use crate::dedup::shard_state::{names_all, AggregatorState, Position, AGGREGATOR_STATE_FILE};
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
 use crate::index::DecisionKind;
 use crate::record::signed::{signature_id, SignedRecord};
@@ -87,7 +87,6 @@ struct Queues {
 /// Runs the aggregator until a stop.
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCounts> {
     let dir = s.index.join("aggregator");
-    let state = take_state(&dir, s.shards);
     let mut link = Link::new(s, health)?;
     link.check_topics(s)?;
     let signed_t = s.signed_topic.as_str();
@@ -98,6 +97,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         link.check_kept_whole(t, *p)?;
     }
     let mut committed = link.committed(&parts[..1])?[0];
+    // (once the brokers answered: a start that fails before keeps the state file)
+    let state = take_state(&dir, s.shards, &parts);
     // where the state file left off in each input (0: their start); a state past the
     // group's committed offset is not of this group's stream (a topic or the group made
     // again): the aggregator starts empty
@@ -183,7 +184,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
                 nothing more (a restart follows it)"
             );
             a.counts.lost_lease = true;
-            save_state(&dir, &a.aggregator, s, &q, next);
+            save_state(&dir, &mut a.aggregator, s, &q, next);
             return Ok(a.counts);
         }
         // a follower decides again up to the committed offset only
@@ -237,14 +238,18 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     if turn.writing() && next > committed {
         link.commit(&q.offsets(signed_t, votes_t, next))?;
     }
-    save_state(&dir, &a.aggregator, s, &q, next);
+    save_state(&dir, &mut a.aggregator, s, &q, next);
     Ok(a.counts)
 }
 
 /// The aggregator as its last clean stop left it, with the positions its state is of, when
 /// `dir` holds a state file this build can take up ([`Aggregator::resume`]). The file is
 /// removed first: an aggregator killed later reads its topics from their start.
-fn take_state(dir: &Path, shards: usize) -> Option<(Aggregator, Vec<Position>)> {
+fn take_state(
+    dir: &Path,
+    shards: usize,
+    parts: &[(&str, i32)],
+) -> Option<(Aggregator, Vec<Position>)> {
     let path = dir.join(AGGREGATOR_STATE_FILE);
     if !path.exists() {
         return None;
@@ -257,6 +262,17 @@ fn take_state(dir: &Path, shards: usize) -> Option<(Aggregator, Vec<Position>)> 
         return None;
     }
     let resumed = loaded.map_err(anyhow::Error::from).and_then(|state| {
+        // of another signed or votes topic, it is of another stream
+        if !names_all(&state.positions, parts) {
+            bail!(
+                "it is not of the topics read ({parts:?}): it names {:?}",
+                state
+                    .positions
+                    .iter()
+                    .map(|p| (&p.stream, p.partition))
+                    .collect::<Vec<_>>()
+            );
+        }
         let positions = state.positions.clone();
         Ok((Aggregator::resume(shards, state)?, positions))
     });
@@ -283,7 +299,7 @@ fn take_state(dir: &Path, shards: usize) -> Option<(Aggregator, Vec<Position>)> 
 /// Writes the aggregator's state file as of `next` in the signed topic and, in each votes
 /// partition, the first record not joined yet, so that the next start takes up from there.
 /// The aggregator needs no directory: one it cannot write to is said and left.
-fn save_state(dir: &Path, aggregator: &Aggregator, s: &StageSettings, q: &Queues, next: i64) {
+fn save_state(dir: &Path, aggregator: &mut Aggregator, s: &StageSettings, q: &Queues, next: i64) {
     let started = Instant::now();
     let mut positions = vec![Position {
         stream: s.signed_topic.clone(),
@@ -422,8 +438,8 @@ impl Queues {
     }
 
     /// The offsets to commit: the signed topic's after the last record decided, each votes
-    /// partition's after the last record read (what is held past it is read again at the
-    /// next start, which reads from the start anyway).
+    /// partition's after the last record read (for the lag: what is held past it is read
+    /// again at the next start, from the start or from where its state file says).
     fn offsets<'t>(&self, signed: &'t str, votes: &'t str, next: i64) -> Vec<(&'t str, i32, i64)> {
         let mut o = vec![(signed, 0, next)];
         for (k, n) in self.votes_next.iter().enumerate() {

@@ -24,7 +24,7 @@ use super::flow::{HEADER_DECISION, HEADER_ID};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
-use crate::dedup::shard_state::{Position, ShardState, STATE_FILE};
+use crate::dedup::shard_state::{names_all, Position, ShardState, STATE_FILE};
 use crate::dedup::sharded::{Shard, Vote};
 use crate::dedup::PageRef;
 use crate::index::Index;
@@ -47,7 +47,6 @@ pub(super) struct ShardCounts {
 /// goes to the other process).
 pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts> {
     let dir = shard_dir(s);
-    let (mut shard, state) = open(s, &dir)?;
     let mut link = Link::new(s, health)?;
     link.check_topics(s)?;
     let topic = s.signed_topic.as_str();
@@ -59,6 +58,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let decisions = s.duplicate_topic.as_str();
     let mut parts = vec![(topic, 0)];
     parts.extend((0..link.partitions(decisions)?).map(|p| (decisions, p as i32)));
+    // (once the brokers answered: a start that fails before keeps the state file)
+    let (mut shard, state) = open(s, &dir)?;
     // where the state file left off in each of them (0: their start)
     let mut at: Vec<i64> = parts
         .iter()
@@ -146,7 +147,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
                 committing nothing more (a restart follows it)"
             );
             r.counts.lost_lease = true;
-            save_state(&dir, &mut shard, &parts, &at, next)?;
+            save_state(&dir, &mut shard, &parts, &at, next);
             return Ok(r.counts);
         }
         if let Some(m) = held.take() {
@@ -209,7 +210,6 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     if turn.writing() && next > committed {
         link.commit(&[(topic, 0, next)])?;
     }
-    save_state(&dir, &mut shard, &parts, &at, next)?;
     info!(
         demoted = r.counts.demoted,
         waiting = shard.pending(),
@@ -217,6 +217,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         "pages taken out of the lists as the aggregator decided them duplicates, and copies \
          stored as duplicates at once"
     );
+    save_state(&dir, &mut shard, &parts, &at, next);
     Ok(r.counts)
 }
 
@@ -357,6 +358,14 @@ fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)>
             .with_context(|| format!("cannot sync the shard's directory {}", dir.display()))?;
         let started = Instant::now();
         let resumed = loaded.map_err(anyhow::Error::from).and_then(|state| {
+            // of another signed topic, it is of another stream
+            if !names_all(&state.positions, &[(s.signed_topic.as_str(), 0)]) {
+                anyhow::bail!(
+                    "it is not of the signed topic {}: it names {:?}",
+                    s.signed_topic,
+                    state.positions.first().map(|p| &p.stream)
+                );
+            }
             let positions = state.positions.clone();
             let index = Index::open_dir(dir, s.params.clone())?;
             Ok((Shard::resume(index, s.shard, s.shards, state)?, positions))
@@ -383,14 +392,9 @@ fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)>
 
 /// Writes the shard's state file and its index's snapshots, as of `next` in the signed topic
 /// and `at` in the decisions' partitions (`parts` and `at` side by side; the signed topic
-/// first), so that the next start takes up from there.
-fn save_state(
-    dir: &Path,
-    shard: &mut Shard,
-    parts: &[(&str, i32)],
-    at: &[i64],
-    next: i64,
-) -> Result<()> {
+/// first), so that the next start takes up from there. It comes after the last commit: one
+/// that cannot be written is said, and the next start reads the stream from its start.
+fn save_state(dir: &Path, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], next: i64) {
     let started = Instant::now();
     let positions = parts
         .iter()
@@ -402,17 +406,25 @@ fn save_state(
             next: if i == 0 { next } else { a },
         })
         .collect();
-    let state = shard.state(positions)?;
-    state
-        .save(&dir.join(STATE_FILE))
-        .with_context(|| format!("cannot write the shard's state file in {}", dir.display()))?;
-    info!(
-        at = next,
-        ids = state.seen.len(),
-        seconds = started.elapsed().as_secs_f64(),
-        "wrote the shard's state file: the next start takes up from here"
-    );
-    Ok(())
+    let path = dir.join(STATE_FILE);
+    let written = shard
+        .state(positions)
+        .map_err(anyhow::Error::from)
+        .and_then(|state| Ok(state.save(&path).map(|()| state.seen.len())?));
+    match written {
+        Ok(ids) => info!(
+            at = next,
+            ids,
+            seconds = started.elapsed().as_secs_f64(),
+            "wrote the shard's state file: the next start takes up from here"
+        ),
+        Err(e) => warn!(
+            error = format!("{e:#}"),
+            path = %path.display(),
+            "cannot write the shard's state file: the next start reads the signed topic from \
+             its start"
+        ),
+    }
 }
 
 /// The shard's index, empty: a RocksDB directory `shard-K-of-S` under the index directory

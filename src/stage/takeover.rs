@@ -1,6 +1,7 @@
 //! The follow task of a decider with a standby: it follows the changelog until this process
-//! holds the lease and the group assigns it the signed topic, then fences the other decider (their shared
-//! transactional id), reads the changelog to its end and resumes the signed topic.
+//! holds the lease and the group assigns it the signed topic, then fences the other decider
+//! (their shared transactional id), reads the changelog to its end and resumes the signed
+//! topic.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

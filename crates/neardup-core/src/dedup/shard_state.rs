@@ -10,16 +10,23 @@
 //! written with. It is used once: the stage removes it before the index changes again, so a
 //! shard killed later starts empty and reads the stream from its start, as without one.
 //!
-//! Layout (version 1), little-endian: the magic `NDSHRD1\0`; shard and shards (u32 each);
-//! the index's epoch and next document number (u64 each); the positions (u32 count, then
-//! each: u32 name length, the name's bytes, partition i32, next offset i64); the probes
-//! (two u128: the id hash and the copy key of a fixed page, under this build's hashing);
-//! the copy keys' two seeds (u64 each); the copies stored (u64); then the ids read, the
-//! decided duplicates waiting and the copy keys of the pages stored unique (each a u64
+//! Both files are written and read a buffer at a time (a role's sets move into its state at
+//! its stop, never copied: a clean stop needs no more memory than the role held), with a
+//! CRC-32 over every byte before it at the end.
+//!
+//! Shard layout (version 1), little-endian: the magic `NDSHRD1\0`; shard and shards (u32
+//! each); the index's epoch and next document number (u64 each); the positions (u32 count,
+//! then each: u32 name length, the name's bytes, partition i32, next offset i64); the probes
+//! (two u128: the id hash of a fixed id and the copy key of a fixed page, under this build's
+//! hashing); the copy keys' two seeds (u64 each); the copies stored (u64); then the ids read,
+//! the decided duplicates waiting and the copy keys of the pages stored unique (each a u64
 //! count and as many u128); CRC-32 of everything before it, u32.
 
-use std::io;
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::index::{Decision, DecisionKind, Found};
 
@@ -45,52 +52,230 @@ pub struct ShardState {
     pub epoch: u64,
     pub next_doc: u64,
     pub positions: Vec<Position>,
-    /// The id hash and copy key of a fixed page under the hashing of the build that wrote
-    /// the file: a build that hashes otherwise refuses the file.
+    /// The id hash of a fixed id and the copy key of a fixed page under the hashing of the
+    /// build that wrote the file: a build that hashes otherwise refuses the file.
     pub probes: [u128; 2],
     pub seeds: [u64; 2],
     pub copies: u64,
-    pub seen: Vec<u128>,
-    pub pending: Vec<u128>,
-    pub keys: Vec<u128>,
+    pub seen: FxHashSet<u128>,
+    pub pending: FxHashSet<u128>,
+    pub keys: FxHashSet<u128>,
 }
 
 fn bad(m: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, m.into())
 }
 
+/// A file written a buffer at a time beside its place, with a running CRC-32: [`Out::finish`]
+/// appends the CRC, syncs it, renames it over the place and syncs the directory, so the file
+/// is there whole or not at all.
+struct Out {
+    w: BufWriter<File>,
+    crc: crc32fast::Hasher,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Out {
+    fn create(path: &Path, magic: &[u8; 8]) -> io::Result<Out> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let mut out = Out {
+            w: BufWriter::with_capacity(1 << 20, File::create(&tmp)?),
+            crc: crc32fast::Hasher::new(),
+            tmp,
+            path: path.to_path_buf(),
+        };
+        out.put(magic)?;
+        Ok(out)
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.crc.update(bytes);
+        self.w.write_all(bytes)
+    }
+
+    fn str(&mut self, s: &str) -> io::Result<()> {
+        let len = u32::try_from(s.len()).map_err(|_| bad("a string too long"))?;
+        self.put(&len.to_le_bytes())?;
+        self.put(s.as_bytes())
+    }
+
+    fn positions(&mut self, positions: &[Position]) -> io::Result<()> {
+        let count = u32::try_from(positions.len()).map_err(|_| bad("too many positions"))?;
+        self.put(&count.to_le_bytes())?;
+        for p in positions {
+            self.str(&p.stream)?;
+            self.put(&p.partition.to_le_bytes())?;
+            self.put(&p.next.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn set(&mut self, set: &FxHashSet<u128>) -> io::Result<()> {
+        self.put(&(set.len() as u64).to_le_bytes())?;
+        for v in set {
+            self.put(&v.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        let crc = self.crc.clone().finalize();
+        self.w.write_all(&crc.to_le_bytes())?;
+        let f = self
+            .w
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.path)?;
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+/// A file written by [`Out`], read a buffer at a time: every byte but the last four goes
+/// through the running CRC-32, which [`In::finish`] checks against them.
+struct In {
+    r: BufReader<File>,
+    crc: crc32fast::Hasher,
+    /// Bytes left before the CRC.
+    left: u64,
+}
+
+impl In {
+    fn open(path: &Path, magic: &[u8; 8], what: &str) -> io::Result<In> {
+        let f = File::open(path)?;
+        let len = f.metadata()?.len();
+        let mut r = In {
+            r: BufReader::with_capacity(1 << 20, f),
+            crc: crc32fast::Hasher::new(),
+            left: len.saturating_sub(4),
+        };
+        if len < magic.len() as u64 + 4 || &r.take::<8>()? != magic {
+            return Err(bad(format!("not {what} (or of another version)")));
+        }
+        Ok(r)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        if (buf.len() as u64) > self.left {
+            return Err(bad("truncated"));
+        }
+        self.r.read_exact(buf)?;
+        self.crc.update(buf);
+        self.left -= buf.len() as u64;
+        Ok(())
+    }
+
+    fn take<const N: usize>(&mut self) -> io::Result<[u8; N]> {
+        let mut b = [0u8; N];
+        self.read(&mut b)?;
+        Ok(b)
+    }
+
+    fn u8(&mut self) -> io::Result<u8> {
+        Ok(self.take::<1>()?[0])
+    }
+
+    fn u32(&mut self) -> io::Result<u32> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+
+    fn u64(&mut self) -> io::Result<u64> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+
+    fn u128(&mut self) -> io::Result<u128> {
+        Ok(u128::from_le_bytes(self.take()?))
+    }
+
+    fn string(&mut self) -> io::Result<String> {
+        let len = self.u32()? as usize;
+        if len as u64 > self.left {
+            return Err(bad("truncated"));
+        }
+        let mut b = vec![0u8; len];
+        self.read(&mut b)?;
+        String::from_utf8(b).map_err(|_| bad("a string that is not UTF-8"))
+    }
+
+    fn positions(&mut self) -> io::Result<Vec<Position>> {
+        let count = self.u32()?;
+        let mut positions = Vec::with_capacity(count.min(1024) as usize);
+        for _ in 0..count {
+            positions.push(Position {
+                stream: self.string()?,
+                partition: self.u32()? as i32,
+                next: self.u64()? as i64,
+            });
+        }
+        Ok(positions)
+    }
+
+    /// A count of items of `size` bytes each, refused past what the file holds.
+    fn count(&mut self, size: u64, what: &str) -> io::Result<u64> {
+        let n = self.u64()?;
+        if n > self.left / size {
+            return Err(bad(format!("{what} longer than the file")));
+        }
+        Ok(n)
+    }
+
+    fn set(&mut self) -> io::Result<FxHashSet<u128>> {
+        let n = self.count(16, "a set")?;
+        let mut set = FxHashSet::default();
+        set.reserve(n as usize);
+        for _ in 0..n {
+            set.insert(self.u128()?);
+        }
+        Ok(set)
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        if self.left != 0 {
+            return Err(bad("trailing bytes"));
+        }
+        let mut crc = [0u8; 4];
+        self.r.read_exact(&mut crc)?;
+        if self.crc.finalize() != u32::from_le_bytes(crc) {
+            return Err(bad("checksum mismatch (damaged file)"));
+        }
+        Ok(())
+    }
+}
+
 impl ShardState {
-    /// Writes the state to `path` (a temporary file, fsync, rename).
+    /// Writes the state to `path` (a temporary file, synced, renamed over it, the directory
+    /// synced).
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let sets = self.seen.len() + self.pending.len() + self.keys.len();
-        let mut out = Vec::with_capacity(128 + 16 * sets);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&self.me.to_le_bytes());
-        out.extend_from_slice(&self.shards.to_le_bytes());
-        out.extend_from_slice(&self.epoch.to_le_bytes());
-        out.extend_from_slice(&self.next_doc.to_le_bytes());
-        put_positions(&mut out, &self.positions)?;
+        let mut out = Out::create(path, MAGIC)?;
+        out.put(&self.me.to_le_bytes())?;
+        out.put(&self.shards.to_le_bytes())?;
+        out.put(&self.epoch.to_le_bytes())?;
+        out.put(&self.next_doc.to_le_bytes())?;
+        out.positions(&self.positions)?;
         for v in self.probes {
-            out.extend_from_slice(&v.to_le_bytes());
+            out.put(&v.to_le_bytes())?;
         }
         for v in self.seeds {
-            out.extend_from_slice(&v.to_le_bytes());
+            out.put(&v.to_le_bytes())?;
         }
-        out.extend_from_slice(&self.copies.to_le_bytes());
+        out.put(&self.copies.to_le_bytes())?;
         for set in [&self.seen, &self.pending, &self.keys] {
-            out.extend_from_slice(&(set.len() as u64).to_le_bytes());
-            for v in set {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+            out.set(set)?;
         }
-        write_checked(path, out)
+        out.finish()
     }
 
     /// Reads a state file written by [`ShardState::save`]; a damaged or foreign file is an
     /// error that says so.
     pub fn load(path: &Path) -> io::Result<ShardState> {
-        let body = read_checked(path, MAGIC, "a shard state file")?;
-        let mut r = Reader(&body);
+        let mut r = In::open(path, MAGIC, "a shard state file")?;
         let me = r.u32()?;
         let shards = r.u32()?;
         let epoch = r.u64()?;
@@ -99,17 +284,8 @@ impl ShardState {
         let probes = [r.u128()?, r.u128()?];
         let seeds = [r.u64()?, r.u64()?];
         let copies = r.u64()?;
-        let mut set = || -> io::Result<Vec<u128>> {
-            let n = r.u64()?;
-            if n > (r.0.len() / 16) as u64 {
-                return Err(bad("a set longer than the file"));
-            }
-            (0..n).map(|_| r.u128()).collect()
-        };
-        let (seen, pending, keys) = (set()?, set()?, set()?);
-        if !r.0.is_empty() {
-            return Err(bad("trailing bytes"));
-        }
+        let (seen, pending, keys) = (r.set()?, r.set()?, r.set()?);
+        r.finish()?;
         Ok(ShardState {
             me,
             shards,
@@ -131,6 +307,34 @@ pub const AGGREGATOR_STATE_FILE: &str = "aggregator.state";
 
 const AGGREGATOR_MAGIC: &[u8; 8] = b"NDAGGR1\0";
 
+/// A decision the aggregator keeps: a duplicate's boxed, the others a byte.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kept {
+    Unique,
+    Skipped,
+    Duplicate(Box<Decision>),
+}
+
+impl Kept {
+    /// How a decision is kept.
+    pub fn of(d: Decision) -> Kept {
+        match d.kind {
+            DecisionKind::Unique => Kept::Unique,
+            DecisionKind::Skipped => Kept::Skipped,
+            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d)),
+        }
+    }
+
+    /// The decision kept.
+    pub fn decision(&self) -> Decision {
+        match self {
+            Kept::Unique => Decision::plain(DecisionKind::Unique),
+            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
+            Kept::Duplicate(d) => (**d).clone(),
+        }
+    }
+}
+
 /// What the aggregator ([`super::sharded::Aggregator`]) holds, and what it is of.
 ///
 /// Layout (version 1), little-endian: the magic `NDAGGR1\0`; shards (u32); the positions (as
@@ -148,143 +352,92 @@ pub struct AggregatorState {
     pub positions: Vec<Position>,
     pub probe: u128,
     pub unique: Vec<u64>,
-    pub decided: Vec<(u128, Decision)>,
-}
-
-fn put_positions(out: &mut Vec<u8>, positions: &[Position]) -> io::Result<()> {
-    let count = u32::try_from(positions.len()).map_err(|_| bad("too many positions"))?;
-    out.extend_from_slice(&count.to_le_bytes());
-    for p in positions {
-        put_str(out, &p.stream)?;
-        out.extend_from_slice(&p.partition.to_le_bytes());
-        out.extend_from_slice(&p.next.to_le_bytes());
-    }
-    Ok(())
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
-    let len = u32::try_from(s.len()).map_err(|_| bad("a string too long"))?;
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(s.as_bytes());
-    Ok(())
-}
-
-/// The whole file: its bytes with their CRC-32 after them, written whole or not at all.
-fn write_checked(path: &Path, mut out: Vec<u8>) -> io::Result<()> {
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    crate::index::freq::write_whole(path, &out)
-}
-
-/// The body of a file written by [`write_checked`] with `magic` (its magic and checksum
-/// checked), or why not.
-fn read_checked(path: &Path, magic: &[u8; 8], what: &str) -> io::Result<Vec<u8>> {
-    let mut bytes = std::fs::read(path)?;
-    if bytes.len() < magic.len() + 4 || &bytes[..8] != magic {
-        return Err(bad(format!("not {what} (or of another version)")));
-    }
-    let (all, crc) = bytes.split_at(bytes.len() - 4);
-    if crc32fast::hash(all) != u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]) {
-        return Err(bad("checksum mismatch (damaged file)"));
-    }
-    bytes.truncate(bytes.len() - 4);
-    bytes.drain(..8);
-    Ok(bytes)
+    pub decided: FxHashMap<u128, Kept>,
 }
 
 impl AggregatorState {
-    /// Writes the state to `path` (a temporary file, fsync, rename).
+    /// Writes the state to `path` (a temporary file, synced, renamed over it, the directory
+    /// synced).
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let mut out = Vec::with_capacity(64 + 8 * self.unique.len() + 20 * self.decided.len());
-        out.extend_from_slice(AGGREGATOR_MAGIC);
-        out.extend_from_slice(&self.shards.to_le_bytes());
-        put_positions(&mut out, &self.positions)?;
-        out.extend_from_slice(&self.probe.to_le_bytes());
-        out.extend_from_slice(&(self.unique.len() as u64).to_le_bytes());
+        let mut out = Out::create(path, AGGREGATOR_MAGIC)?;
+        out.put(&self.shards.to_le_bytes())?;
+        out.positions(&self.positions)?;
+        out.put(&self.probe.to_le_bytes())?;
+        out.put(&(self.unique.len() as u64).to_le_bytes())?;
         for w in &self.unique {
-            out.extend_from_slice(&w.to_le_bytes());
+            out.put(&w.to_le_bytes())?;
         }
-        out.extend_from_slice(&(self.decided.len() as u64).to_le_bytes());
-        for (h, d) in &self.decided {
-            out.extend_from_slice(&h.to_le_bytes());
-            out.push(match d.kind {
-                DecisionKind::Unique => 0,
-                DecisionKind::Duplicate => 1,
-                DecisionKind::Skipped => 2,
-            });
-            if d.kind != DecisionKind::Duplicate {
-                continue;
-            }
-            out.push(Found::code(d.found_by));
-            out.push(u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1);
-            put_str(&mut out, d.canonical_id.as_deref().unwrap_or(""))?;
-            put_str(&mut out, d.canonical_url.as_deref().unwrap_or(""))?;
+        out.put(&(self.decided.len() as u64).to_le_bytes())?;
+        for (h, k) in &self.decided {
+            out.put(&h.to_le_bytes())?;
+            let d = match k {
+                Kept::Unique => {
+                    out.put(&[0])?;
+                    continue;
+                }
+                Kept::Skipped => {
+                    out.put(&[2])?;
+                    continue;
+                }
+                Kept::Duplicate(d) => d,
+            };
+            let flags = u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1;
+            out.put(&[1, Found::code(d.found_by), flags])?;
+            out.str(d.canonical_id.as_deref().unwrap_or(""))?;
+            out.str(d.canonical_url.as_deref().unwrap_or(""))?;
             if let Some(sim) = d.similarity {
-                out.extend_from_slice(&sim.to_le_bytes());
+                out.put(&sim.to_le_bytes())?;
             }
             if let Some(h) = d.hamming {
-                out.extend_from_slice(&h.to_le_bytes());
+                out.put(&h.to_le_bytes())?;
             }
         }
-        write_checked(path, out)
+        out.finish()
     }
 
     /// Reads a state file written by [`AggregatorState::save`]; a damaged or foreign file is
     /// an error that says so.
     pub fn load(path: &Path) -> io::Result<AggregatorState> {
-        let body = read_checked(path, AGGREGATOR_MAGIC, "an aggregator state file")?;
-        let mut r = Reader(&body);
+        let mut r = In::open(path, AGGREGATOR_MAGIC, "an aggregator state file")?;
         let shards = r.u32()?;
         let positions = r.positions()?;
         let probe = r.u128()?;
-        let words = r.u64()?;
-        if words > (r.0.len() / 8) as u64 {
-            return Err(bad("unique bits longer than the file"));
-        }
+        let words = r.count(8, "the unique bits")?;
         let unique = (0..words).map(|_| r.u64()).collect::<io::Result<_>>()?;
-        let n = r.u64()?;
-        if n > (r.0.len() / 17) as u64 {
-            return Err(bad("more decisions than the file holds"));
-        }
-        let mut decided = Vec::with_capacity(n as usize);
+        let n = r.count(17, "the decisions")?;
+        let mut decided = FxHashMap::default();
+        decided.reserve(n as usize);
         for _ in 0..n {
             let h = r.u128()?;
-            let kind = match r.u8()? {
-                0 => DecisionKind::Unique,
-                1 => DecisionKind::Duplicate,
-                2 => DecisionKind::Skipped,
+            let kept = match r.u8()? {
+                0 => Kept::Unique,
+                2 => Kept::Skipped,
+                1 => {
+                    let found_by = Found::of_code(r.u8()?)
+                        .map_err(|f| bad(format!("a decision found by index {f}")))?;
+                    let flags = r.u8()?;
+                    let canonical_id = Some(r.string()?).filter(|s| !s.is_empty());
+                    let canonical_url = Some(r.string()?).filter(|s| !s.is_empty());
+                    let similarity = if flags & 1 != 0 {
+                        Some(f64::from_le_bytes(r.take()?))
+                    } else {
+                        None
+                    };
+                    let hamming = if flags & 2 != 0 { Some(r.u32()?) } else { None };
+                    Kept::Duplicate(Box::new(Decision {
+                        kind: DecisionKind::Duplicate,
+                        canonical_id,
+                        canonical_url,
+                        similarity,
+                        hamming,
+                        found_by,
+                    }))
+                }
                 k => return Err(bad(format!("a decision of kind {k}"))),
             };
-            if kind != DecisionKind::Duplicate {
-                decided.push((h, Decision::plain(kind)));
-                continue;
-            }
-            let found_by = Found::of_code(r.u8()?)
-                .map_err(|f| bad(format!("a decision found by index {f}")))?;
-            let flags = r.u8()?;
-            let canonical_id = Some(r.string()?).filter(|s| !s.is_empty());
-            let canonical_url = Some(r.string()?).filter(|s| !s.is_empty());
-            let similarity = if flags & 1 != 0 {
-                Some(f64::from_le_bytes(r.take(8)?.try_into().expect("8 bytes")))
-            } else {
-                None
-            };
-            let hamming = if flags & 2 != 0 { Some(r.u32()?) } else { None };
-            decided.push((
-                h,
-                Decision {
-                    kind,
-                    canonical_id,
-                    canonical_url,
-                    similarity,
-                    hamming,
-                    found_by,
-                },
-            ));
+            decided.insert(h, kept);
         }
-        if !r.0.is_empty() {
-            return Err(bad("trailing bytes"));
-        }
+        r.finish()?;
         Ok(AggregatorState {
             shards,
             positions,
@@ -295,57 +448,13 @@ impl AggregatorState {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> io::Result<&[u8]> {
-        if self.0.len() < n {
-            return Err(bad("truncated"));
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn u8(&mut self) -> io::Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn string(&mut self) -> io::Result<String> {
-        let len = self.u32()? as usize;
-        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| bad("a string that is not UTF-8"))
-    }
-
-    fn positions(&mut self) -> io::Result<Vec<Position>> {
-        let count = self.u32()?;
-        let mut positions = Vec::with_capacity(count.min(1024) as usize);
-        for _ in 0..count {
-            positions.push(Position {
-                stream: self.string()?,
-                partition: self.u32()? as i32,
-                next: self.u64()? as i64,
-            });
-        }
-        Ok(positions)
-    }
-
-    fn u32(&mut self) -> io::Result<u32> {
-        Ok(u32::from_le_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    fn u64(&mut self) -> io::Result<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
-    fn u128(&mut self) -> io::Result<u128> {
-        Ok(u128::from_le_bytes(
-            self.take(16)?.try_into().expect("16 bytes"),
-        ))
-    }
+/// Whether `positions` name the signed topic's partition and each of `parts` (a stream
+/// and partition each), so that a state is of the streams this process reads; a state that
+/// names another signed topic is of another stream.
+pub fn names_all(positions: &[Position], parts: &[(&str, i32)]) -> bool {
+    parts
+        .iter()
+        .all(|&(t, p)| positions.iter().any(|q| q.stream == t && q.partition == p))
 }
 
 #[cfg(test)]
@@ -374,8 +483,8 @@ mod tests {
             seeds: [11, u64::MAX],
             copies: 3,
             seen: (0..100u128).map(|i| i * 0x1_0000_0000_0001).collect(),
-            pending: vec![42],
-            keys: vec![],
+            pending: [42].into_iter().collect(),
+            keys: FxHashSet::default(),
         }
     }
 
@@ -386,6 +495,8 @@ mod tests {
         let s = state();
         s.save(&path).unwrap();
         assert_eq!(ShardState::load(&path).unwrap(), s);
+        assert!(names_all(&s.positions, &[("signed", 0)]));
+        assert!(!names_all(&s.positions, &[("other-signed", 0)]));
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[40] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
@@ -394,9 +505,9 @@ mod tests {
         std::fs::write(&path, b"NDSOFT2\0 something else entirely").unwrap();
         let e = ShardState::load(&path).unwrap_err().to_string();
         assert!(e.contains("not a shard state file"), "{e}");
-        let mut cut = bytes.clone();
-        cut.truncate(30);
-        std::fs::write(&path, &cut).unwrap();
-        assert!(ShardState::load(&path).is_err());
+        for cut in [30, bytes.len() - 5, bytes.len() - 1] {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            assert!(ShardState::load(&path).is_err(), "cut at {cut}");
+        }
     }
 }

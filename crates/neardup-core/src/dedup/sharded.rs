@@ -58,7 +58,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::shard_state::{AggregatorState, Position, ShardState};
+use super::shard_state::{AggregatorState, Kept, Position, ShardState};
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
@@ -238,18 +238,25 @@ fn id_hash(id: &str) -> u128 {
     u128::from(half(0x6e65_6172_6475_7030)) << 64 | u128::from(half(0x7368_6172_6469_6473))
 }
 
-/// The id hash of a fixed id and the hash of fixed values under `key`'s seeds: what a state
-/// file is checked with, so that a build whose hashing differs does not read another's
-/// sets.
+/// The id hash of a fixed id and the copy key of a fixed page under `key`'s seeds: what a
+/// state file is checked with, so that a build whose hashing differs (the hasher, or how a
+/// page's parts are hashed) does not read another's sets.
 fn probes(key: &CopyKey) -> [u128; 2] {
-    use std::hash::{Hash, Hasher};
-    let half = |seed: u64| {
-        let mut h = std::hash::DefaultHasher::new();
-        seed.hash(&mut h);
-        (0x5eed_u64, "neardup", [1u32, 2, 3].as_slice(), Some(7u64)).hash(&mut h);
-        h.finish()
+    let signed = Signed {
+        sigs: crate::signature::Signatures::from_entries(vec![(1, 1), (5, 2), (9, 1)])
+            .unwrap_or_default(),
+        template: vec![3, 4],
+        identity: Some(0x5eed),
+        title: Some(7),
+        short: crate::signature::ShortBlocks {
+            blocks: vec![11, 12],
+            ..Default::default()
+        },
+        ..Signed::default()
     };
-    let copy = u128::from(half(key.seeds[0])) << 64 | u128::from(half(key.seeds[1]));
+    let copy = key
+        .of(&signed, "https://probe.example/page", &[5])
+        .unwrap_or_default();
     [id_hash("neardup-shard-state-probe"), copy]
 }
 
@@ -350,9 +357,9 @@ impl Shard {
             me,
             shards,
             cands: Vec::new(),
-            seen: state.seen.into_iter().collect(),
-            pending: state.pending.into_iter().collect(),
-            keys: state.keys.into_iter().collect(),
+            seen: state.seen,
+            pending: state.pending,
+            keys: state.keys,
             copies: state.copies,
             copy_key,
         })
@@ -360,7 +367,8 @@ impl Shard {
 
     /// What this shard holds besides its index, as of the stream `positions`, for
     /// [`Shard::resume`]; the index's snapshots are written first ([`Index::save_lists`]),
-    /// so that the next open reads its lists and software-text counts back as they are.
+    /// so that the next open reads its lists and software-text counts back as they are. The
+    /// sets move into the state, not copied: the shard reads nothing more after it.
     pub fn state(&mut self, positions: Vec<Position>) -> Result<ShardState, IndexError> {
         self.index.save_lists()?;
         let (epoch, next_doc) = self.index.stamp();
@@ -373,9 +381,9 @@ impl Shard {
             probes: probes(&self.copy_key),
             seeds: self.copy_key.seeds,
             copies: self.copies,
-            seen: self.seen.iter().copied().collect(),
-            pending: self.pending.iter().copied().collect(),
-            keys: self.keys.iter().copied().collect(),
+            seen: std::mem::take(&mut self.seen),
+            pending: std::mem::take(&mut self.pending),
+            keys: std::mem::take(&mut self.keys),
         })
     }
 
@@ -612,34 +620,8 @@ fn vote(doc: DocRecord, c: &Candidate, similarity: f64, probe: u8) -> Vote {
     }
 }
 
-/// A decision as the aggregator keeps it: a unique or skipped page in its tag, a
-/// duplicate's canonical page boxed (most pages of a stream are unique).
-enum Kept {
-    Unique,
-    Skipped,
-    Duplicate(Box<Decision>),
-}
-
 /// The id whose hash an aggregator's state file is checked with.
 const AGGREGATOR_PROBE: &str = "neardup-aggregator-state-probe";
-
-impl Kept {
-    fn of(d: Decision) -> Kept {
-        match d.kind {
-            DecisionKind::Unique => Kept::Unique,
-            DecisionKind::Skipped => Kept::Skipped,
-            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d)),
-        }
-    }
-
-    fn decision(&self) -> Decision {
-        match self {
-            Kept::Unique => Decision::plain(DecisionKind::Unique),
-            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
-            Kept::Duplicate(d) => (**d).clone(),
-        }
-    }
-}
 
 /// The aggregator: decides each page from every shard's votes, in stream order, and keeps
 /// every decision by id.
@@ -666,18 +648,15 @@ impl Aggregator {
     }
 
     /// What this aggregator holds, as of the stream `positions`, for
-    /// [`Aggregator::resume`].
-    pub fn state(&self, shards: usize, positions: Vec<Position>) -> AggregatorState {
+    /// [`Aggregator::resume`]: its decisions move into the state, not copied (it decides
+    /// nothing more after it).
+    pub fn state(&mut self, shards: usize, positions: Vec<Position>) -> AggregatorState {
         AggregatorState {
             shards: shards as u32,
             positions,
             probe: id_hash(AGGREGATOR_PROBE),
-            unique: self.unique.clone(),
-            decided: self
-                .decided
-                .iter()
-                .map(|(h, k)| (*h, k.decision()))
-                .collect(),
+            unique: std::mem::take(&mut self.unique),
+            decided: std::mem::take(&mut self.decided),
         }
     }
 
@@ -695,11 +674,7 @@ impl Aggregator {
         }
         Ok(Aggregator {
             unique: state.unique,
-            decided: state
-                .decided
-                .into_iter()
-                .map(|(h, d)| (h, Kept::of(d)))
-                .collect(),
+            decided: state.decided,
         })
     }
 
@@ -891,22 +866,26 @@ mod tests {
     /// that never stopped: the same repeats, and the same pages count as decided unique.
     #[test]
     fn a_resumed_aggregator_decides_on_as_one_that_never_stopped() {
-        let mut a = Aggregator::new();
-        for pos in 0..70 {
-            let votes: Vec<Vote> = match pos % 3 {
-                0 => vec![],
-                1 => vec![v(pos - 1, 0.8, 0, 0)],
-                _ => vec![v(pos - 2, 0.6, 0, 1)],
-            };
-            let judged = if pos % 3 == 2 {
-                Judged::OwnTextTooShort
-            } else if pos == 66 {
-                Judged::Skipped
-            } else {
-                Judged::Matched
-            };
-            a.decide(pos, &format!("p{pos}"), judged, &votes);
-        }
+        let fill = |a: &mut Aggregator| {
+            for pos in 0..70 {
+                let votes: Vec<Vote> = match pos % 3 {
+                    0 => vec![],
+                    1 => vec![v(pos - 1, 0.8, 0, 0)],
+                    _ => vec![v(pos - 2, 0.6, 0, 1)],
+                };
+                let judged = if pos % 3 == 2 {
+                    Judged::OwnTextTooShort
+                } else if pos == 66 {
+                    Judged::Skipped
+                } else {
+                    Judged::Matched
+                };
+                a.decide(pos, &format!("p{pos}"), judged, &votes);
+            }
+        };
+        let (mut a, mut stopped) = (Aggregator::new(), Aggregator::new());
+        fill(&mut a);
+        fill(&mut stopped);
         let at = vec![Position {
             stream: "signed".into(),
             partition: 0,
@@ -916,7 +895,8 @@ mod tests {
         let path = dir
             .path()
             .join(super::super::shard_state::AGGREGATOR_STATE_FILE);
-        a.state(2, at.clone()).save(&path).unwrap();
+        stopped.state(2, at.clone()).save(&path).unwrap();
+        assert_eq!(stopped.decided(), 0, "its decisions moved into the state");
         let state = AggregatorState::load(&path).unwrap();
         assert_eq!(state.positions, at);
         assert!(
@@ -1148,10 +1128,10 @@ mod tests {
             partition: 0,
             next: 80,
         }];
+        let (copies, pending, ids) = (first.copies(), first.pending(), first.ids());
         let state = first.state(at.clone()).unwrap();
         let path = dir.path().join(super::super::shard_state::STATE_FILE);
         state.save(&path).unwrap();
-        let (copies, pending, ids) = (first.copies(), first.pending(), first.ids());
         drop(first);
         let state = ShardState::load(&path).unwrap();
         assert_eq!(state.positions, at);

@@ -122,8 +122,10 @@ pub struct SignatureOptions {
     /// [default: 64]
     #[arg(long, env = "NEARDUP_SENTENCE_SAMPLE")]
     pub sentence_sample: Option<u32>,
-    /// Revision of the text rules: 8 (a page of 600 words or more is not short, however few
-    /// SpotSigs its language gives it), 7 (two pages of one host signed on the same text that
+    /// Revision of the text rules: 10 (two pages of one host are matched at similarity 0.7
+    /// or more, unless they are one page), 9 (a long text with under one SpotSig in 40 words is
+    /// signed in the language whose stopwords cover it, as a short one is), 8 (a page of 600
+    /// words or more is not short, however few SpotSigs its language gives it), 7 (two pages of one host signed on the same text that
     /// show less than half of the same blocks are kept apart), 6 (a page carries its short
     /// blocks, and those that are template text of 3 hosts are software text, left out of
     /// matching), 5 (a page carries
@@ -132,7 +134,7 @@ pub struct SignatureOptions {
     /// is not rendered counts against the main region), 3 (ARIA roles are container hints; a
     /// short page matches across hosts only), 2 (link scopes of the HTML tree rules, pages in
     /// other languages signed in their language) or 1 (as indexes made before them, which
-    /// read as 1) [default: 8]
+    /// read as 1) [default: 10]
     #[arg(long, env = "NEARDUP_TEXT_RULES")]
     pub text_rules: Option<u32>,
 }

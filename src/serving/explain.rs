@@ -101,6 +101,11 @@ pub struct PairExplanation {
     /// numbers aside; text rules 5 and later).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_apart: Option<KeptApart>,
+    /// The similarity the index asks of two pages of one host that are not one page, when
+    /// it is above τ (text rules 10 and later, [`crate::dedup::HOST_THRESHOLD`]); the
+    /// signature methods' `matches` are then judged at it. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_threshold: Option<f64>,
     /// Shared and unshared signatures.
     pub signatures: SignatureComparison,
 }
@@ -219,21 +224,42 @@ impl Explaining<'_> {
                 let (later, earlier) = if num > num_b { (&rec, &b) } else { (&b, &rec) };
                 let hosts = params.signature.short_pages_across_hosts_only();
                 // a page is not kept apart from itself
+                let keys = crate::dedup::Keys {
+                    identity: later.identity,
+                    title: later.title,
+                    sigs: Some(&later.sigs),
+                    blocks: &later.blocks,
+                    host: None,
+                }
+                .on_host(params.signature.host_text().then_some(&*later.url));
                 pair.kept_apart = (num != num_b)
                     .then(|| {
-                        let keys = crate::dedup::Keys {
-                            identity: later.identity,
-                            title: later.title,
-                            sigs: Some(&later.sigs),
-                            blocks: &later.blocks,
-                            host: None,
-                        }
-                        .on_host(params.signature.host_text().then_some(&*later.url));
                         kept_apart(&later.template, keys, earlier, &mut || {
                             hosts.then(|| host_hash(&later.url))
                         })
                     })
                     .flatten();
+                let host_tau = crate::dedup::host_threshold(params.threshold);
+                if num != num_b
+                    && params.signature.host_threshold()
+                    && host_tau > params.threshold
+                    && host_hash(&later.url) == host_hash(&earlier.url)
+                    && !keys.one_page(earlier)
+                {
+                    pair.host_threshold = Some(host_tau);
+                    let (ea, eb) = (a.entries(), sb.entries());
+                    for (m, measure) in pair
+                        .methods
+                        .iter_mut()
+                        .zip([Measure::Jaccard, Measure::Weighted])
+                    {
+                        if m.matches.is_some() {
+                            m.matches = Some(crate::signature::similarity_at_least(
+                                ea, eb, measure, host_tau,
+                            ));
+                        }
+                    }
+                }
                 out.compared = Some(pair);
             }
         }
@@ -331,6 +357,7 @@ impl Explaining<'_> {
             second: rb.id.clone(),
             methods,
             kept_apart: None,
+            host_threshold: None,
             signatures: SignatureComparison {
                 first: ea.len(),
                 second: eb.len(),

@@ -321,3 +321,58 @@ fn explain_says_when_two_pages_of_one_host_were_signed_on_its_template() {
         );
     }
 }
+
+#[test]
+fn explain_says_when_pages_of_one_host_are_below_its_threshold() {
+    use crate::dedup::HOST_THRESHOLD;
+    use crate::signature::{Family, Signatures, Signed, TEXT_RULES};
+    // two long pages (no template sample) sharing 60 of their 100 distinct signatures
+    let long = |from: u32| Signed {
+        text: crate::text::Stripped::default(),
+        sigs: Signatures::from_hashes((from..from + 80).map(|i| i * 7919).collect()),
+        fingerprint: vec![0x5eed],
+        tokens: 800,
+        family: Family::Spotsigs,
+        template: Vec::new(),
+        identity: None,
+        title: None,
+        short: Default::default(),
+    };
+    for (text_rules, second_url, canonical, threshold) in [
+        (
+            TEXT_RULES,
+            "https://www.news.example/b",
+            None,
+            Some(HOST_THRESHOLD),
+        ),
+        (9, "https://www.news.example/b", Some("a"), None),
+        (TEXT_RULES, "https://other.example/b", Some("a"), None),
+    ] {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut dd = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        for (id, url, from, expected) in [
+            ("a", "https://news.example/a", 1, None),
+            ("b", second_url, 21, canonical),
+        ] {
+            let page = PageRef {
+                id,
+                url,
+                first_seen: 1,
+            };
+            let o = dd.decide(page, &long(from)).unwrap();
+            assert_eq!(o.decision.canonical_id.as_deref(), expected, "{text_rules}");
+        }
+        let service = Service::new(dd.index().reader(), Limits::default()).unwrap();
+        let c = service
+            .explain("b", Some("a"), &Texts::default())
+            .unwrap()
+            .compared
+            .unwrap();
+        assert!((c.methods[0].similarity - 0.6).abs() < 1e-9);
+        assert_eq!(c.host_threshold, threshold, "{text_rules} {second_url}");
+        assert_eq!(c.kept_apart, None);
+        // matched by similarity at τ, unless the host's threshold applies
+        assert_eq!(c.methods[0].matches, Some(threshold.is_none()));
+    }
+}

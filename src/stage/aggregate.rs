@@ -27,7 +27,9 @@ use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
-use crate::dedup::shard_state::{names_all, AggregatorState, Position, AGGREGATOR_STATE_FILE};
+use crate::dedup::shard_state::{
+    names_all, offsets_of, AggregatorState, Position, AGGREGATOR_STATE_FILE,
+};
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
 use crate::index::DecisionKind;
 use crate::record::signed::{signature_id, SignedRecord};
@@ -104,15 +106,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     // again): the aggregator starts empty
     let (aggregator, at) = match state {
         Some((aggregator, positions)) => {
-            let at: Vec<i64> = parts
-                .iter()
-                .map(|&(t, p)| {
-                    positions
-                        .iter()
-                        .find(|q| q.stream == t && q.partition == p)
-                        .map_or(0, |q| q.next)
-                })
-                .collect();
+            let at = offsets_of(&positions, &parts);
             if at[0] > committed {
                 warn!(
                     state_at = at[0],

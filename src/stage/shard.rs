@@ -24,7 +24,7 @@ use super::flow::{HEADER_DECISION, HEADER_ID};
 use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
-use crate::dedup::shard_state::{names_all, Position, ShardState, STATE_FILE};
+use crate::dedup::shard_state::{names_all, offsets_of, Position, ShardState, STATE_FILE};
 use crate::dedup::sharded::{Shard, Vote};
 use crate::dedup::PageRef;
 use crate::index::Index;
@@ -61,16 +61,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     // (once the brokers answered: a start that fails before keeps the state file)
     let (mut shard, state) = open(s, &dir)?;
     // where the state file left off in each of them (0: their start)
-    let mut at: Vec<i64> = parts
-        .iter()
-        .map(|&(t, p)| {
-            state
-                .iter()
-                .flatten()
-                .find(|q| q.stream == t && q.partition == p)
-                .map_or(0, |q| q.next)
-        })
-        .collect();
+    let mut at = offsets_of(state.as_deref().unwrap_or_default(), &parts);
     // a state past the group's committed offset is not of this group's stream (the topic
     // or the group made again): the shard starts empty
     if state.is_some() && at[0] > committed {

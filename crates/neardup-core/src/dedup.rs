@@ -324,6 +324,8 @@ fn duplicate_of(canonical: DocRecord, sim: f64, cand: Candidate) -> Decision {
 /// similar on both sides' informative signatures ([`Index::informative`]).
 pub struct PairRule<'a> {
     q: &'a [(u32, u32)],
+    /// τ for two pages of one host that are not one page (text rules 10 and later).
+    host_tau: Option<f64>,
     mq: u64,
     tmpl: &'a [u32],
     keys: Keys<'a>,
@@ -339,8 +341,11 @@ impl<'a> PairRule<'a> {
     pub fn new(index: &Index, q: &'a Signatures, tmpl: &'a [u32], url: Option<&'a str>) -> Self {
         let (measure, tau) = (index.params().measure, index.params().threshold);
         let q = q.entries();
+        let host_tau = (index.params().signature.host_threshold() && url.is_some())
+            .then(|| host_threshold(tau));
         PairRule {
             q,
+            host_tau,
             mq: mass(q, measure),
             tmpl,
             keys: Keys::default(),
@@ -365,6 +370,16 @@ impl<'a> PairRule<'a> {
         if kept_apart(self.tmpl, self.keys, doc, &mut host).is_some() {
             return None;
         }
+        let tau = match self.host_tau {
+            Some(t) if t > self.tau && host() == Some(host_hash(&doc.url)) => {
+                if self.keys.one_page(doc) {
+                    self.tau
+                } else {
+                    t
+                }
+            }
+            _ => self.tau,
+        };
         let matched = doc.matched_sigs();
         let informative = index.informative(&doc.url, &matched);
         let d = match &informative {
@@ -372,9 +387,7 @@ impl<'a> PairRule<'a> {
             None => matched.entries(),
         };
         let m = self.measure;
-        if !length_bound(self.mq, mass(d, m), self.tau)
-            || !similarity_at_least(self.q, d, m, self.tau)
-        {
+        if !length_bound(self.mq, mass(d, m), tau) || !similarity_at_least(self.q, d, m, tau) {
             return None;
         }
         Some(similarity(self.q, d, m))
@@ -509,6 +522,30 @@ pub struct Keys<'a> {
     /// Its host's hash, when pages of one host are compared on all their blocks (text
     /// rules 7 and later).
     pub host: Option<u64>,
+}
+
+/// The similarity two pages of one host (lowercased, without `www.` and port) must reach to
+/// be matched, unless they are one page ([`Keys::one_page`]) or τ is higher (text rules 10
+/// and later; [`host_threshold`]).
+///
+/// **Principle.** A host publishes a document once. A second page of one host with a
+/// document's text is that document again: a re-fetch, another URL of it (a session or
+/// tracking parameter), a print or AMP view, an aggregator's whole copy. It shows the text
+/// whole, so the two agree as a text agrees with itself, up to what a rendering changes
+/// (a headline, a dropped paragraph, an editor's note). Two documents of one host that share
+/// half their text are two stories on one subject (a wire story and the host's rewrite, an
+/// update, a follow-up, a variant of a product), and they share the host's template besides,
+/// which any text the extraction keeps of it makes more alike. Across hosts the other way
+/// round: an outlet republishing a story edits it (cuts, its own headline and residue), and
+/// half the text shared is a copy, which is what τ = 0.5 says. On the three labelled
+/// corpora, 1,082 of the 1,087 gold pairs of one host signed in one family have signature
+/// sets at 0.7 or more (the other five: 0.60–0.68, edited copies).
+pub const HOST_THRESHOLD: f64 = 0.7;
+
+/// The similarity two pages of one host that are not one page must reach at index
+/// threshold `tau`: [`HOST_THRESHOLD`], or `tau` when higher.
+pub fn host_threshold(tau: f64) -> f64 {
+    tau.max(HOST_THRESHOLD)
 }
 
 /// The share of the smaller page's blocks that two pages of one host signed on the same

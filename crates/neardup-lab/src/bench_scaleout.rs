@@ -416,17 +416,13 @@ fn ends(c: &BaseConsumer, topics: &[String]) -> Result<i64> {
 /// process, so neither a dead letter nor, under exactly-once, a transaction's commit marker
 /// (which takes an offset of each partition it wrote) counts as a decision.
 fn decisions(port: u16) -> Result<i64> {
-    let mut s = match std::net::TcpStream::connect(("127.0.0.1", port)) {
-        Ok(s) => s,
-        // not listening yet: nothing decided (a decider that exits is seen by the waiting
-        // loop, which also has a deadline)
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("the decider's metrics on port {port}")),
+    // not listening yet: nothing decided (a decider that exits is seen by the waiting loop,
+    // which also has a deadline)
+    let Some(body) =
+        scrape(port).with_context(|| format!("the decider's metrics on port {port}"))?
+    else {
+        return Ok(0);
     };
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
     Ok(body
         .lines()
         .filter(|l| l.starts_with("neardup_records_out_total{"))
@@ -452,16 +448,28 @@ fn decisions(port: u16) -> Result<i64> {
 
 /// The decider's writes of its index's log so far (one per batch of decisions).
 fn log_writes(port: u16) -> Result<f64> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))
-        .with_context(|| format!("the decider's metrics on port {port}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
+    let body = scrape(port)
+        .with_context(|| format!("the decider's metrics on port {port}"))?
+        .with_context(|| format!("nothing listens on the decider's metrics port {port}"))?;
     body.lines()
         .find(|l| l.starts_with("neardup_index_log_writes_total"))
         .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .context("the decider's metrics have no neardup_index_log_writes_total")
+}
+
+/// The text of a local process's `/metrics` on `port`, or `None` when nothing listens there
+/// yet.
+fn scrape(port: u16) -> Result<Option<String>> {
+    let mut s = match std::net::TcpStream::connect(("127.0.0.1", port)) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    Ok(Some(body))
 }
 
 /// Waits until `count` is `target` more than `base`; returns (records per second from the
@@ -1116,15 +1124,10 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
 
 /// The signed records a shard read, from its metrics (0 before it listens).
 fn records_in(port: u16) -> Result<i64> {
-    let mut s = match std::net::TcpStream::connect(("127.0.0.1", port)) {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Ok(0),
-        Err(e) => return Err(e).with_context(|| format!("the shard's metrics on port {port}")),
+    let Some(body) = scrape(port).with_context(|| format!("the shard's metrics on port {port}"))?
+    else {
+        return Ok(0);
     };
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
     Ok(body
         .lines()
         .filter(|l| l.starts_with("neardup_records_in_total"))

@@ -457,6 +457,20 @@ pub fn names_all(positions: &[Position], parts: &[(&str, i32)]) -> bool {
         .all(|&(t, p)| positions.iter().any(|q| q.stream == t && q.partition == p))
 }
 
+/// The offset `positions` give each of `parts` (a stream and partition each): where a
+/// state left off in it, 0 (its start) for one they do not name.
+pub fn offsets_of(positions: &[Position], parts: &[(&str, i32)]) -> Vec<i64> {
+    parts
+        .iter()
+        .map(|&(t, p)| {
+            positions
+                .iter()
+                .find(|q| q.stream == t && q.partition == p)
+                .map_or(0, |q| q.next)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

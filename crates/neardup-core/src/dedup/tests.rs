@@ -1178,6 +1178,79 @@ fn a_long_page_with_few_spots_is_not_short() {
     }
 }
 
+/// Two stories of one host that share 60 % of their signatures: one page at text rules 9,
+/// two from 10 ([`HOST_THRESHOLD`]); across hosts, or as a copy that shows nearly all the
+/// same text, one page at every revision.
+#[test]
+fn pages_of_one_host_are_matched_at_the_host_threshold() {
+    // words of letters: a page's identity leaves numbers aside
+    let word = |x: u64| {
+        (0..6)
+            .map(|k| char::from(b'a' + ((x >> (5 * k)) % 26) as u8))
+            .collect::<String>()
+    };
+    let html = |parts: &[String]| {
+        format!(
+            "<html><head><title>News</title></head><body><article>{}</article></body></html>",
+            parts
+                .iter()
+                .map(|p| format!("<p>{p}</p>"))
+                .collect::<String>()
+        )
+    };
+    let shared = prose(1, 60, word);
+    let a = html(&[shared.clone(), prose(2, 20, word)]);
+    let b = html(&[shared.clone(), prose(3, 20, word)]);
+    // a copy of `a` with a sentence of its own in place of its last one
+    let mut tail = prose(2, 19, word);
+    tail.push(' ');
+    tail.push_str(&prose(4, 1, word));
+    let a_copy = html(&[shared, tail]);
+    let at = |id: &'static str, url: &'static str| PageRef {
+        id,
+        url,
+        first_seen: 1,
+    };
+    for (text_rules, b_url, b_kind) in [
+        (
+            TEXT_RULES,
+            "https://www.news.example/b",
+            DecisionKind::Unique,
+        ),
+        (9, "https://www.news.example/b", DecisionKind::Duplicate),
+        (
+            TEXT_RULES,
+            "https://other.example/b",
+            DecisionKind::Duplicate,
+        ),
+    ] {
+        let mut params = IndexParams::default();
+        params.signature.text_rules = text_rules;
+        let mut d = Deduplicator::new(Index::memory(params).unwrap()).unwrap();
+        let (sa, sb) = (d.signer().sign(&a), d.signer().sign(&b));
+        let sim = crate::signature::similarity(
+            sa.sigs.entries(),
+            sb.sigs.entries(),
+            crate::signature::Measure::Jaccard,
+        );
+        assert!((0.5..HOST_THRESHOLD).contains(&sim), "{sim}");
+        d.process(at("a", "https://news.example/a"), &a).unwrap();
+        let o = d.process(at("b", b_url), &b).unwrap();
+        assert_eq!(
+            o.decision.kind, b_kind,
+            "text rules {text_rules}, {b_url}: {:?}",
+            o.decision
+        );
+        // a copy on the host itself is one page with it
+        let o = d
+            .process(at("a-copy", "https://news.example/a?ref=rss"), &a_copy)
+            .unwrap();
+        assert_eq!(o.decision.kind, DecisionKind::Duplicate);
+        assert_eq!(o.decision.canonical_id.as_deref(), Some("a"));
+        assert!(o.decision.similarity.unwrap() >= HOST_THRESHOLD);
+    }
+}
+
 /// A page with too little text of its own is listed under its whole signature set and
 /// compared on its set without software text. A probe that reaches τ with the second but not
 /// with the first is no match, whatever prefix the lists chose for the page: otherwise the

@@ -86,7 +86,7 @@ fn is_one(v: &u32) -> bool {
 }
 
 /// The revision of the text rules new indexes are made with ([`SignatureConfig::text_rules`]).
-pub const TEXT_RULES: u32 = 8;
+pub const TEXT_RULES: u32 = 10;
 
 /// From text rules 8, a page signed by its word shingles (fewer than `short-below`
 /// SpotSigs) whose signed text has at least this many words is not short
@@ -97,6 +97,17 @@ pub const TEXT_RULES: u32 = 8;
 /// language whose stopwords are not the spots; its own text, not its site's, is what it is
 /// signed on, as a long page's is.
 pub const LONG_WORDS: usize = 600;
+
+/// From text rules 9, a text signed by its SpotSigs with fewer than one distinct SpotSig in
+/// this many words is tried in the other languages as a short text is
+/// ([`SignatureConfig::sparse_spots`]). An English page of the dev corpus has one every 6 to
+/// 14 words (the 10th to the 90th percentile): one in 40 is under half the rate of the
+/// sparsest tenth, the rate of a text whose few spots are the index language's stopwords
+/// that happen to be words of another language too ("an", "was", "will" in German; "a" in
+/// Spanish). The language guess still decides: the text is signed in another language only
+/// when that language's stopwords cover a tenth of its words and twice the index
+/// language's share, so an index-language text with few spots keeps its signatures.
+pub const SPARSE_SPOT_WORDS: usize = 40;
 
 fn default_sentence_sample() -> u32 {
     ShingleParams::default().k as u32
@@ -267,6 +278,18 @@ impl SignatureConfig {
     /// only, not with a page of its own template) leave it alone (text rules 8 and later).
     pub fn short_by_length(&self) -> bool {
         self.text_rules >= 8
+    }
+
+    /// Whether a text signed by SpotSigs too sparse for its length ([`SPARSE_SPOT_WORDS`])
+    /// may be signed in another language, as a short one may (text rules 9 and later).
+    pub fn sparse_spots(&self) -> bool {
+        self.text_rules >= 9
+    }
+
+    /// Whether two pages of one host are matched only at [`crate::dedup::HOST_THRESHOLD`]
+    /// or more (text rules 10 and later, SpotSigs features).
+    pub fn host_threshold(&self) -> bool {
+        self.text_rules >= 10 && self.features.is_spotsigs()
     }
 
     /// Whether pages carry their long blocks as well, and two pages of one host signed on
@@ -616,7 +639,8 @@ impl Signer {
     /// every block of the page, if that gives `short-below` of them.
     pub(crate) fn select(&self, text: &Stripped) -> (Tokens, Signatures, Family, SignedBlocks) {
         let (tokens, sigs, family) = self.select_in_language(text);
-        if self.try_other_languages(&sigs, family) && self.config.content == Content::Main {
+        if self.try_other_languages(&tokens, &sigs, family) && self.config.content == Content::Main
+        {
             let signed = sigs.set_len() >= self.config.short_below as usize;
             let attempts = [
                 (self.blocks_of(text, false).collect(), false),
@@ -707,8 +731,11 @@ impl Signer {
 
     /// Whether a text the index language signed as `family` with `sigs` may be tried in
     /// other languages ([`Signer::other_language`]).
-    fn try_other_languages(&self, sigs: &Signatures, family: Family) -> bool {
-        (family.short() || sigs.set_len() < self.config.short_below as usize)
+    fn try_other_languages(&self, tokens: &Tokens, sigs: &Signatures, family: Family) -> bool {
+        let sparse = self.config.sparse_spots()
+            && family == Family::Spotsigs
+            && sigs.set_len() * SPARSE_SPOT_WORDS < tokens.len();
+        (family.short() || sigs.set_len() < self.config.short_below as usize || sparse)
             && self.config.text_rules >= 2
             && self.config.short_shingle > 0
             && self.config.features.is_spotsigs()
@@ -814,7 +841,7 @@ impl Signer {
         let mut tokens = Tokens::default();
         self.text_tokens(plain, &mut tokens);
         let (sigs, family) = self.signatures(&tokens);
-        if self.try_other_languages(&sigs, family) {
+        if self.try_other_languages(&tokens, &sigs, family) {
             let lines: Vec<&str> = plain.lines().filter(|l| !l.trim().is_empty()).collect();
             let signed = sigs.set_len() >= self.config.short_below as usize;
             if let Some((t, s, f, _)) = self.other_language(&[(lines, false)], signed) {

@@ -600,3 +600,117 @@ fn short_blocks_are_counted_and_their_own_signatures_kept() {
     assert_eq!(now.short.sigs[0].1, *own);
     assert!(now.short.well_formed());
 }
+
+/// A German article of `sentences` sentences: German stopwords around made-up nouns, and
+/// every seventh sentence a phrase with "an", a German word that is an English spot.
+fn german_article(sentences: usize) -> String {
+    const SYLLABLES: [&str; 12] = [
+        "ber", "kal", "wen", "dor", "fisch", "lung", "stein", "mar", "hof", "gel", "tan", "rich",
+    ];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut noun = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let w: String = (0..3)
+            .map(|k| SYLLABLES[((x >> (8 * k)) % 12) as usize])
+            .collect();
+        let mut c = w.chars();
+        let first = c.next().unwrap().to_uppercase().collect::<String>();
+        first + c.as_str()
+    };
+    let mut paragraphs = String::new();
+    for i in 0..sentences {
+        if i % 10 == 0 {
+            paragraphs.push_str("<p>");
+        }
+        let sentence = if i % 7 == 3 {
+            format!("Sie dachten an {} und {} mehr.", noun(), noun())
+        } else {
+            format!(
+                "Die {} der {} ist nicht mit dem {} und das {} von {} zu den {}.",
+                noun(),
+                noun(),
+                noun(),
+                noun(),
+                noun(),
+                noun()
+            )
+        };
+        paragraphs.push_str(&sentence);
+        paragraphs.push(' ');
+        if i % 10 == 9 {
+            paragraphs.push_str("</p>");
+        }
+    }
+    paragraphs.push_str("</p>");
+    format!("<html><head><title>Bericht</title></head><body><article>{paragraphs}</article></body></html>")
+}
+
+#[test]
+fn a_long_text_with_sparse_spots_is_signed_in_its_language() {
+    // 90 sentences, about 1,260 words: 13 English spots ("an"), one in some 97 words
+    let full = german_article(90);
+    // the first 50 sentences of it: 7 English spots, too few, so German (short, as before)
+    let part = german_article(50);
+    for text_rules in [TEXT_RULES, 8] {
+        let s = Signer::new(&SignatureConfig {
+            text_rules,
+            ..SignatureConfig::default()
+        })
+        .unwrap();
+        let strings = s.signature_strings(&full);
+        let signed = s.sign(&full);
+        assert!(signed.tokens >= 1_000, "{}", signed.tokens);
+        let german = |strings: &[String]| {
+            strings
+                .iter()
+                .filter(|x| x.starts_with("die:") || x.starts_with("der:"))
+                .count()
+        };
+        let part_strings = s.signature_strings(&part);
+        assert!(german(&part_strings) >= 50, "{part_strings:?}");
+        let sim = similarity(
+            signed.sigs.entries(),
+            s.sign(&part).sigs.entries(),
+            Measure::Jaccard,
+        );
+        if text_rules >= 9 {
+            // the guess finds German: signed as its copy is, and the two meet
+            assert!(german(&strings) >= 100, "{strings:?}");
+            assert!(!strings.iter().any(|x| x.starts_with("an:")), "{strings:?}");
+            assert!(sim >= 0.5, "{sim}");
+        } else {
+            // signed on its few English spots, out of its copy's reach
+            assert!(strings.len() >= 10, "{strings:?}");
+            assert!(strings.iter().all(|x| x.starts_with("an:")), "{strings:?}");
+            assert_eq!(sim, 0.0);
+        }
+        assert_annotation_matches(&s, &full);
+    }
+    // an English list with few spots is sparse too, but no other language covers it: it
+    // keeps its English signatures
+    let lines: String = (0..60)
+        .map(|i| {
+            let sent = if i % 4 == 0 {
+                format!(" It was sent {i}.")
+            } else {
+                String::new()
+            };
+            format!("<p>Crate {i} Pallet {i} Shelf {i} Rack {i} Lane {i} Row {i} Bay {i} Dock {i}.{sent}</p>")
+        })
+        .collect();
+    let english = format!("<html><body><article>{lines}</article></body></html>");
+    let old = Signer::new(&SignatureConfig {
+        text_rules: 8,
+        ..SignatureConfig::default()
+    })
+    .unwrap()
+    .sign(&english);
+    let signed = Signer::new(&SignatureConfig::default())
+        .unwrap()
+        .sign(&english);
+    assert_eq!(signed.family, Family::Spotsigs);
+    assert!(signed.sigs.set_len() * SPARSE_SPOT_WORDS < signed.tokens);
+    assert_eq!(signed.sigs, old.sigs);
+}

@@ -302,8 +302,14 @@ pub fn run_one(method: &str, n: u64, dir: &Path, args: &BenchIndexArgs) -> Resul
             DecisionKind::Skipped => row.skipped += 1,
         }
         let dup = out.decision.kind == DecisionKind::Duplicate;
+        // a copy on its original's host is one at the host's threshold (text rules 10)
+        let at = if page.same_host && params.signature.host_threshold() {
+            crate::dedup::host_threshold(tau)
+        } else {
+            tau
+        };
         match page.copy_of {
-            Some((_, j)) if j >= tau => {
+            Some((_, j)) if j >= at => {
                 row.copies_expected += 1;
                 row.copies_found += u64::from(dup);
                 let near = page.source_fingerprint.as_deref().is_some_and(|src| {

@@ -160,6 +160,9 @@ pub struct SynthPage {
     pub copy_of: Option<(u64, f64)>,
     /// The fingerprint of that original.
     pub source_fingerprint: Option<Vec<u64>>,
+    /// Whether this copy is on its original's host (one in 997 copies: the index then asks
+    /// more similarity of it, [`crate::dedup::HOST_THRESHOLD`]).
+    pub same_host: bool,
 }
 
 /// A recent original: position, signatures, fingerprint.
@@ -258,6 +261,8 @@ impl Generator {
             }
         }
         let h = mix64(n ^ self.cfg.seed.rotate_left(17));
+        let host_of = |n: u64| mix64(n ^ self.cfg.seed.rotate_left(17)) % 997;
+        let same_host = copy_of.is_some_and(|(src, _)| host_of(src) == h % 997);
         SynthPage {
             n,
             id: format!("{h:016x}"),
@@ -275,6 +280,7 @@ impl Generator {
             },
             copy_of,
             source_fingerprint,
+            same_host,
         }
     }
 }

@@ -239,14 +239,19 @@ impl Explaining<'_> {
                         })
                     })
                     .flatten();
-                let host_tau = crate::dedup::host_threshold(params.threshold);
-                if num != num_b
-                    && params.signature.host_threshold()
-                    && host_tau > params.threshold
-                    && host_hash(&later.url) == host_hash(&earlier.url)
-                    && !keys.one_page(earlier)
-                {
-                    pair.host_threshold = Some(host_tau);
+                let host_tau = params
+                    .signature
+                    .host_threshold()
+                    .then(|| crate::dedup::host_threshold(params.threshold));
+                let at = crate::dedup::pair_threshold(
+                    params.threshold,
+                    host_tau,
+                    &keys,
+                    earlier,
+                    || Some(host_hash(&later.url)),
+                );
+                if num != num_b && at > params.threshold {
+                    pair.host_threshold = Some(at);
                     let (ea, eb) = (a.entries(), sb.entries());
                     for (m, measure) in pair
                         .methods
@@ -254,9 +259,8 @@ impl Explaining<'_> {
                         .zip([Measure::Jaccard, Measure::Weighted])
                     {
                         if m.matches.is_some() {
-                            m.matches = Some(crate::signature::similarity_at_least(
-                                ea, eb, measure, host_tau,
-                            ));
+                            m.matches =
+                                Some(crate::signature::similarity_at_least(ea, eb, measure, at));
                         }
                     }
                 }

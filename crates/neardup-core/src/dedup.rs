@@ -342,7 +342,8 @@ impl<'a> PairRule<'a> {
         let (measure, tau) = (index.params().measure, index.params().threshold);
         let q = q.entries();
         let host_tau = (index.params().signature.host_threshold() && url.is_some())
-            .then(|| host_threshold(tau));
+            .then(|| host_threshold(tau))
+            .filter(|&t| t > tau);
         PairRule {
             q,
             host_tau,
@@ -370,16 +371,7 @@ impl<'a> PairRule<'a> {
         if kept_apart(self.tmpl, self.keys, doc, &mut host).is_some() {
             return None;
         }
-        let tau = match self.host_tau {
-            Some(t) if t > self.tau && host() == Some(host_hash(&doc.url)) => {
-                if self.keys.one_page(doc) {
-                    self.tau
-                } else {
-                    t
-                }
-            }
-            _ => self.tau,
-        };
+        let tau = pair_threshold(self.tau, self.host_tau, &self.keys, doc, &mut host);
         let matched = doc.matched_sigs();
         let informative = index.informative(&doc.url, &matched);
         let d = match &informative {
@@ -546,6 +538,24 @@ pub const HOST_THRESHOLD: f64 = 0.7;
 /// threshold `tau`: [`HOST_THRESHOLD`], or `tau` when higher.
 pub fn host_threshold(tau: f64) -> f64 {
     tau.max(HOST_THRESHOLD)
+}
+
+/// The similarity a page of `keys` must reach to be matched with `doc`: `host_tau` (the
+/// index's [`host_threshold`] at text rules 10 and later, `None` before) when it is above
+/// `tau`, the two pages are of one host (`host` gives the page's host hash) and they are not
+/// one page ([`Keys::one_page`]); `tau` otherwise. The rule of every decision
+/// ([`PairRule`]) and of `explain`.
+pub fn pair_threshold(
+    tau: f64,
+    host_tau: Option<f64>,
+    keys: &Keys,
+    doc: &DocRecord,
+    host: impl FnOnce() -> Option<u64>,
+) -> f64 {
+    match host_tau {
+        Some(t) if t > tau && host() == Some(host_hash(&doc.url)) && !keys.one_page(doc) => t,
+        _ => tau,
+    }
 }
 
 /// The share of the smaller page's blocks that two pages of one host signed on the same

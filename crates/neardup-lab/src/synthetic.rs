@@ -260,9 +260,10 @@ impl Generator {
                 self.originals.pop_front();
             }
         }
-        let h = mix64(n ^ self.cfg.seed.rotate_left(17));
-        let host_of = |n: u64| mix64(n ^ self.cfg.seed.rotate_left(17)) % 997;
-        let same_host = copy_of.is_some_and(|(src, _)| host_of(src) == h % 997);
+        // a page's id hash, whose residue mod 997 names its host
+        let hash = |n: u64| mix64(n ^ self.cfg.seed.rotate_left(17));
+        let h = hash(n);
+        let same_host = copy_of.is_some_and(|(src, _)| hash(src) % 997 == h % 997);
         SynthPage {
             n,
             id: format!("{h:016x}"),

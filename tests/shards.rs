@@ -279,20 +279,60 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     let order = signed_order(&b, &all);
     assert_eq!(decisions(&outs), file_mode(&order, d));
 
+    // the aggregator that read its topics back wrote a checkpoint at its first commit once
+    // caught up; pages arrive and are committed after it; killed, the aggregator started
+    // again takes the checkpoint up, decides again without writing from there to the
+    // committed offset, and decides the rest as one decider would
+    let log_1 = d.join("aggregator-1.log");
+    wait_until(
+        Duration::from_secs(60),
+        "the aggregator's checkpoint",
+        || {
+            std::fs::read_to_string(&log_1)
+                .unwrap()
+                .contains("wrote the aggregator's state file")
+        },
+    );
+    let (later, bad_later) = inputs(160, 200);
+    b.produce("pages", &later);
+    let all: Vec<Input> = all.iter().chain(&later).cloned().collect();
+    let pages = all.len() - bad - bad2 - bad_later;
+    wait_until(Duration::from_secs(180), "every page decided", || {
+        decisions(&b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60))).len() >= pages
+    });
+    // (at-least-once commits a second after the last record sent)
+    std::thread::sleep(Duration::from_secs(3));
+    stages[AGGREGATOR].signal("KILL");
+    assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(10)), None);
+    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 2, &[]);
+    stages[AGGREGATOR].wait_ready(Duration::from_secs(60));
+    let log = std::fs::read_to_string(d.join("aggregator-2.log")).unwrap();
+    assert!(
+        log.contains("took the aggregator up from its state file"),
+        "a killed aggregator takes up its last checkpoint: {log}"
+    );
+    assert!(
+        log.contains("decided the signed topic again up to the committed offset"),
+        "what came after the checkpoint is decided again: {log}"
+    );
+    let outs = b.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+    let order = signed_order(&b, &all);
+    assert_eq!(decisions(&outs), file_mode(&order, d));
+
     // the aggregator stopped cleanly while pages arrive: started again, it takes up its
     // state file and decides the rest as one decider would
     stages[AGGREGATOR].signal("TERM");
     assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(60)), Some(0));
-    let (last, bad3) = inputs(160, 200);
+    let (last, bad3) = inputs(200, 240);
     b.produce("pages", &last);
-    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 2, &[]);
+    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 3, &[]);
     stages[AGGREGATOR].wait_ready(Duration::from_secs(60));
     let all: Vec<Input> = all.iter().chain(&last).cloned().collect();
-    let pages = all.len() - bad - bad2 - bad3;
+    let pages = all.len() - bad - bad2 - bad_later - bad3;
     wait_until(Duration::from_secs(180), "every page decided", || {
         decisions(&b.read(&OUTPUTS, usize::MAX, Duration::from_secs(60))).len() >= pages
     });
-    let log = std::fs::read_to_string(d.join("aggregator-2.log")).unwrap();
+    let log = std::fs::read_to_string(d.join("aggregator-3.log")).unwrap();
     assert!(
         log.contains("took the aggregator up from its state file"),
         "{log}"

@@ -359,40 +359,16 @@ impl AggregatorState {
     /// Writes the state to `path` (a temporary file, synced, renamed over it, the directory
     /// synced).
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let mut out = Out::create(path, AGGREGATOR_MAGIC)?;
-        out.put(&self.shards.to_le_bytes())?;
-        out.positions(&self.positions)?;
-        out.put(&self.probe.to_le_bytes())?;
-        out.put(&(self.unique.len() as u64).to_le_bytes())?;
-        for w in &self.unique {
-            out.put(&w.to_le_bytes())?;
-        }
-        out.put(&(self.decided.len() as u64).to_le_bytes())?;
-        for (h, k) in &self.decided {
-            out.put(&h.to_le_bytes())?;
-            let d = match k {
-                Kept::Unique => {
-                    out.put(&[0])?;
-                    continue;
-                }
-                Kept::Skipped => {
-                    out.put(&[2])?;
-                    continue;
-                }
-                Kept::Duplicate(d) => d,
-            };
-            let flags = u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1;
-            out.put(&[1, Found::code(d.found_by), flags])?;
-            out.str(d.canonical_id.as_deref().unwrap_or(""))?;
-            out.str(d.canonical_url.as_deref().unwrap_or(""))?;
-            if let Some(sim) = d.similarity {
-                out.put(&sim.to_le_bytes())?;
-            }
-            if let Some(h) = d.hamming {
-                out.put(&h.to_le_bytes())?;
-            }
-        }
-        out.finish()
+        save_aggregator(
+            path,
+            AggregatorParts {
+                shards: self.shards,
+                positions: &self.positions,
+                probe: self.probe,
+                unique: &self.unique,
+                decided: &self.decided,
+            },
+        )
     }
 
     /// Reads a state file written by [`AggregatorState::save`]; a damaged or foreign file is
@@ -469,6 +445,57 @@ pub fn offsets_of(positions: &[Position], parts: &[(&str, i32)]) -> Vec<i64> {
                 .map_or(0, |q| q.next)
         })
         .collect()
+}
+
+/// What an aggregator state file holds, borrowed from where it is kept: an
+/// [`AggregatorState`] read back, or the running aggregator
+/// ([`super::sharded::Aggregator::save`], which writes it while it goes on deciding).
+pub struct AggregatorParts<'a> {
+    pub shards: u32,
+    pub positions: &'a [Position],
+    pub probe: u128,
+    pub unique: &'a [u64],
+    pub decided: &'a FxHashMap<u128, Kept>,
+}
+
+/// Writes an aggregator state file (layout at [`AggregatorState`]) to `path`: a temporary
+/// file, synced, renamed over it, the directory synced, so that a kill while it is written
+/// leaves the file before it whole.
+pub fn save_aggregator(path: &Path, s: AggregatorParts<'_>) -> io::Result<()> {
+    let mut out = Out::create(path, AGGREGATOR_MAGIC)?;
+    out.put(&s.shards.to_le_bytes())?;
+    out.positions(s.positions)?;
+    out.put(&s.probe.to_le_bytes())?;
+    out.put(&(s.unique.len() as u64).to_le_bytes())?;
+    for w in s.unique {
+        out.put(&w.to_le_bytes())?;
+    }
+    out.put(&(s.decided.len() as u64).to_le_bytes())?;
+    for (h, k) in s.decided {
+        out.put(&h.to_le_bytes())?;
+        let d = match k {
+            Kept::Unique => {
+                out.put(&[0])?;
+                continue;
+            }
+            Kept::Skipped => {
+                out.put(&[2])?;
+                continue;
+            }
+            Kept::Duplicate(d) => d,
+        };
+        let flags = u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1;
+        out.put(&[1, Found::code(d.found_by), flags])?;
+        out.str(d.canonical_id.as_deref().unwrap_or(""))?;
+        out.str(d.canonical_url.as_deref().unwrap_or(""))?;
+        if let Some(sim) = d.similarity {
+            out.put(&sim.to_le_bytes())?;
+        }
+        if let Some(h) = d.hamming {
+            out.put(&h.to_le_bytes())?;
+        }
+    }
+    out.finish()
 }
 
 #[cfg(test)]

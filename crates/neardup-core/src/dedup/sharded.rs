@@ -58,7 +58,9 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::shard_state::{AggregatorState, Kept, Position, ShardState};
+use super::shard_state::{
+    save_aggregator, AggregatorParts, AggregatorState, Kept, Position, ShardState,
+};
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
     Candidate, Decision, DecisionKind, DocRecord, Found, Index, IndexError, IndexParamError,
@@ -647,21 +649,29 @@ impl Aggregator {
         self.decided.get(&id_hash(id)).map(Kept::decision)
     }
 
-    /// What this aggregator holds, as of the stream `positions`, for
-    /// [`Aggregator::resume`]: its decisions move into the state, not copied (it decides
-    /// nothing more after it).
-    pub fn state(&mut self, shards: usize, positions: Vec<Position>) -> AggregatorState {
-        AggregatorState {
-            shards: shards as u32,
-            positions,
-            probe: id_hash(AGGREGATOR_PROBE),
-            unique: std::mem::take(&mut self.unique),
-            decided: std::mem::take(&mut self.decided),
-        }
+    /// Writes what this aggregator holds, as of the stream `positions`, to the state file
+    /// `path` ([`Aggregator::resume`] takes it up), and goes on deciding: the file is written
+    /// from its decisions themselves, a buffer at a time.
+    pub fn save(
+        &self,
+        shards: usize,
+        positions: &[Position],
+        path: &std::path::Path,
+    ) -> std::io::Result<()> {
+        save_aggregator(
+            path,
+            AggregatorParts {
+                shards: shards as u32,
+                positions,
+                probe: id_hash(AGGREGATOR_PROBE),
+                unique: &self.unique,
+                decided: &self.decided,
+            },
+        )
     }
 
-    /// The aggregator of `shards` shards as a clean stop left it, from `state`
-    /// ([`Aggregator::state`]): refused, with the reason, when the state is of another shard
+    /// The aggregator of `shards` shards as its state file left it (a clean stop's or a
+    /// checkpoint's), from `state` ([`Aggregator::save`]): refused, with the reason, when the state is of another shard
     /// count or of a build that hashes ids otherwise.
     pub fn resume(shards: usize, state: AggregatorState) -> Result<Aggregator, IndexError> {
         let refuse =
@@ -895,10 +905,18 @@ mod tests {
         let path = dir
             .path()
             .join(super::super::shard_state::AGGREGATOR_STATE_FILE);
-        stopped.state(2, at.clone()).save(&path).unwrap();
-        assert_eq!(stopped.decided(), 0, "its decisions moved into the state");
+        stopped.save(2, &at, &path).unwrap();
+        assert_eq!(
+            stopped.decided(),
+            a.decided(),
+            "a checkpoint keeps the aggregator's decisions"
+        );
         let state = AggregatorState::load(&path).unwrap();
         assert_eq!(state.positions, at);
+        // the state read back writes the same state again
+        let again = dir.path().join("again");
+        state.save(&again).unwrap();
+        assert_eq!(AggregatorState::load(&again).unwrap(), state);
         assert!(
             Aggregator::resume(3, state.clone()).is_err(),
             "another shard count"

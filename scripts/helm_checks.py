@@ -282,17 +282,18 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
             if mode != sub:
                 raise DriftError(f"{kind}/{name}: resolved mode {mode!r}, expected {sub!r}")
             role = s.get("role", "all")
-            want_roles = {"StatefulSet": ("all", "decider", "shard"),
+            want_roles = {"StatefulSet": ("all", "decider", "shard", "aggregator"),
                           "Deployment": ("signer", "aggregator"), "Job": ("all",)}[kind]
             if role not in want_roles:
                 raise DriftError(
                     f"{kind}/{name}: resolves role {role}, expected {' or '.join(want_roles)}")
             if role in ("signer", "shard", "aggregator"):
                 # a signer keeps no index, and a Deployment's pods share no volume; the roles
-                # of a sharded decider read their state back from the topics (a shard from its
-                # state file after a clean stop, on an emptyDir or a claim of its own)
+                # of a sharded decider read their state back from the topics (from their state
+                # file after a clean stop or, the aggregator's, a checkpoint, on an emptyDir or
+                # a claim of each pod's own)
                 index = None
-                if persistent and role != "shard":
+                if persistent and role not in ("shard", "aggregator"):
                     raise DriftError(f"{kind}/{name}: a {role} mounts persistent volumes {persistent}")
                 if role in ("shard", "aggregator"):
                     # a shard's documents and state file, the aggregator's state file, go to a
@@ -344,22 +345,23 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 if s.get("dry_run"):
                     raise DriftError(f"{kind}/{name}: the stage resolves dry_run=true")
                 m = s.get("membership")
-                if kind == "StatefulSet" and role != "shard":
+                if kind == "StatefulSet" and role not in ("shard", "aggregator"):
                     # static membership from the pod name: a restarted pod is the same member
                     if m != {"membership": "static", "instance-id": pod_name}:
                         raise DriftError(
                             f"{kind}/{name}: group membership resolves to {m}, expected static with "
                             f"the pod name {pod_name} as instance id")
                 elif m != {"membership": "dynamic"}:
-                    # a Deployment's pod names do not last (a shard reads by assignment, in no
-                    # group's membership): a fixed id would be shared by all
+                    # a Deployment's pod names do not last (a shard and the aggregator read by
+                    # assignment, in no group's membership): a fixed id would be shared by all
                     # its pods, a persisted one needs a volume
                     raise DriftError(
                         f"{kind}/{name}: group membership resolves to {m}, expected dynamic")
                 stage_groups.add(s.get("group_id"))
                 # (the shards of a sharded decider each hold a part: no pod stands in for
-                # another, whatever node it runs on)
-                if (kind == "StatefulSet" and role != "shard"
+                # another, whatever node it runs on; the aggregator's standby is placed as in
+                # its Deployment)
+                if (kind == "StatefulSet" and role not in ("shard", "aggregator")
                         and int(obj["spec"].get("replicas", 1)) > 1):
                     check_anti_affinity(obj)
             if sub == "replay" and s.get("dry_run"):
@@ -407,11 +409,12 @@ def check_anti_affinity(obj):
 def check_roles(stages):
     """The roles of the rendered stage workloads fit together: at most one StatefulSet; signers
     only with a decider, which reads the topic they write, each in a group of its own."""
-    sets = [(n, s) for k, n, s in stages if k == "StatefulSet"]
+    # (the aggregator, a StatefulSet with persistence, holds no index)
+    sets = [(n, s) for k, n, s in stages if k == "StatefulSet" and s.get("role") != "aggregator"]
     signers = [(n, s) for k, n, s in stages if s.get("role") == "signer"]
     deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
     shards = [(n, s) for k, n, s in stages if s.get("role") == "shard"]
-    aggregators = [(n, s) for k, n, s in stages if s.get("role") == "aggregator"]
+    aggregators = [(f"{k}/{n}", s) for k, n, s in stages if s.get("role") == "aggregator"]
     if len(sets) > 1:
         raise DriftError(f"{len(sets)} StatefulSets: one index is held by one StatefulSet")
     if shards or aggregators:
@@ -459,10 +462,10 @@ def check_sharded(signers, deciders, shards, aggregators):
     for key in ("signed_topic", "votes_topic", "shards", "brokers", "dead_letter_topic",
                 "unique_topic", "duplicate_topic", "guarantee"):
         if h.get(key) != a.get(key):
-            raise DriftError(f"StatefulSet/{hn} and Deployment/{an} disagree on {key}: "
+            raise DriftError(f"StatefulSet/{hn} and {an} disagree on {key}: "
                              f"{h.get(key)} and {a.get(key)}")
     if (h.get("params") or {}) != (a.get("params") or {}):
-        raise DriftError(f"StatefulSet/{hn} and Deployment/{an} have other index settings")
+        raise DriftError(f"StatefulSet/{hn} and {an} have other index settings")
     for sn, s in signers:
         if s.get("signed_topic") != h.get("signed_topic"):
             raise DriftError(f"Deployment/{sn} writes signed pages to {s.get('signed_topic')}, "
@@ -482,11 +485,11 @@ def check_sharded(signers, deciders, shards, aggregators):
                          f"(needs {want})")
     want = 2 if a.get("standby") else 1
     if a.get("_replicas") != want:
-        raise DriftError(f"Deployment/{an}: {a.get('_replicas')} aggregator pods "
+        raise DriftError(f"{an}: {a.get('_replicas')} aggregator pods "
                          f"{'with' if a.get('standby') else 'without'} standby (needs {want})")
     print(f"drift ok: roles: {len(signers)} signer workload(s) write {h.get('signed_topic')}, "
           f"{h.get('shards')} shards (StatefulSet/{hn}, {h.get('_replicas')} pods) vote to "
-          f"{h.get('votes_topic')}, Deployment/{an} decides (group {a.get('group_id')}, "
+          f"{h.get('votes_topic')}, {an} decides (group {a.get('group_id')}, "
           f"{a.get('_replicas')} pods)")
 
 

@@ -206,6 +206,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         soon: !ready,
     };
     let mut turn = Turn::new(s);
+    // the signed offset this process last committed (or found committed)
+    let mut mine = committed;
     let started = Instant::now();
     while !s.shutdown.requested() {
         // read up to the committed offset: decided again to it, or the next signed record
@@ -220,7 +222,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
                 nothing more (a restart follows it)"
             );
             a.counts.lost_lease = true;
-            save_state(&dir, &a.aggregator, s, &q, next);
+            // what it decided past its last commit was fenced: a state file of it would be
+            // refused, and the last checkpoint, of committed offsets, stays
+            if next <= mine.max(committed) {
+                save_state(&dir, &a.aggregator, s, &q, next);
+            }
             return Ok(a.counts);
         }
         // a follower decides again up to the committed offset only
@@ -266,6 +272,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
         if turn.writing() && link.due() {
             // (while deciding again, the committed offset again: it never goes back)
             link.commit(&q.offsets(signed_t, votes_t, next.max(committed)))?;
+            mine = next.max(committed);
             // a checkpoint is of offsets the group committed: `next` now is
             if ready && checkpoints.due() {
                 let started = Instant::now();

@@ -279,20 +279,19 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     let order = signed_order(&b, &all);
     assert_eq!(decisions(&outs), file_mode(&order, d));
 
-    // the aggregator that read its topics back wrote a checkpoint at its first commit once
-    // caught up; pages arrive and are committed after it; killed, the aggregator started
-    // again takes the checkpoint up, decides again without writing from there to the
-    // committed offset, and decides the rest as one decider would
-    let log_1 = d.join("aggregator-1.log");
-    wait_until(
-        Duration::from_secs(60),
-        "the aggregator's checkpoint",
-        || {
-            std::fs::read_to_string(&log_1)
-                .unwrap()
-                .contains("wrote the aggregator's state file")
-        },
-    );
+    // the aggregator and the shard that read their topics back wrote a checkpoint at their
+    // first commit once caught up; pages arrive and are committed after it; killed, each
+    // started again takes its checkpoint up, reads again without writing from there to the
+    // committed offset, and they decide the rest as one decider would
+    for (log, what) in [
+        ("aggregator-1.log", "wrote the aggregator's state file"),
+        ("shard-0-1.log", "wrote the shard's checkpoint"),
+    ] {
+        let log = d.join(log);
+        wait_until(Duration::from_secs(60), what, || {
+            std::fs::read_to_string(&log).unwrap().contains(what)
+        });
+    }
     let (later, bad_later) = inputs(160, 200);
     b.produce("pages", &later);
     let all: Vec<Input> = all.iter().chain(&later).cloned().collect();
@@ -302,10 +301,25 @@ fn two_shards_and_an_aggregator_decide_as_file_mode_and_kills_change_nothing() {
     });
     // (at-least-once commits a second after the last record sent)
     std::thread::sleep(Duration::from_secs(3));
-    stages[AGGREGATOR].signal("KILL");
-    assert_eq!(stages[AGGREGATOR].wait(Duration::from_secs(10)), None);
-    stages[AGGREGATOR] = start(&b, d, AGGREGATOR, 2, &[]);
-    stages[AGGREGATOR].wait_ready(Duration::from_secs(60));
+    for w in [1, AGGREGATOR] {
+        stages[w].signal("KILL");
+        assert_eq!(stages[w].wait(Duration::from_secs(10)), None);
+    }
+    for w in [1, AGGREGATOR] {
+        stages[w] = start(&b, d, w, 2, &[]);
+    }
+    for w in [1, AGGREGATOR] {
+        stages[w].wait_ready(Duration::from_secs(60));
+    }
+    let log = std::fs::read_to_string(d.join("shard-0-2.log")).unwrap();
+    assert!(
+        log.contains("took the shard up from its checkpoint"),
+        "a killed shard takes up its last checkpoint: {log}"
+    );
+    assert!(
+        log.contains("replayed the signed topic up to the committed offset"),
+        "what came after the checkpoint is replayed: {log}"
+    );
     let log = std::fs::read_to_string(d.join("aggregator-2.log")).unwrap();
     assert!(
         log.contains("took the aggregator up from its state file"),

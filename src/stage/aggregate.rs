@@ -10,7 +10,7 @@
 //! decides again without writing up to the signed offset its group committed, and writes
 //! from there. The state is written to `aggregator/` under the index directory
 //! ([`crate::dedup::shard_state::AggregatorState`]) at a clean stop and, as a checkpoint,
-//! after a commit every [`CHECKPOINT_EVERY`]; the next start takes up the last one written
+//! after a commit every [`super::checkpoint::CHECKPOINT_EVERY`]; the next start takes up the last one written
 //! and reads on from the offsets it is of, deciding again without writing up to the
 //! committed offset, so that a killed aggregator reads back what came after its last
 //! checkpoint instead of its topics from their start.
@@ -19,12 +19,13 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Result};
 use rdkafka::message::{BorrowedMessage, Message};
 use tracing::{info, warn};
 
+use super::checkpoint::Checkpoints;
 use super::decide::{max_output_bytes, tagged_headers, tagged_payload};
 use super::flow::{HEADER_DECISION, HEADER_REASON, HEADER_SCHEMA};
 use super::lease::{Step, Turn};
@@ -49,40 +50,6 @@ const HELD_SIGNED_BYTES: usize = 256 << 20;
 /// Votes records of one shard held before the others catch up, at most: past it that
 /// partition is paused until half of them are joined.
 const HELD_VOTES: usize = 200_000;
-
-/// How often the aggregator writes its state while it decides (after a commit), at the
-/// least: a kill then costs the next start the records of one interval read back (at the
-/// 30,000 records a second an aggregator reads back, 10 minutes of a stream of 1,000 pages a
-/// second take 20 s) instead of its topics from their start (445 s at 10M signed records).
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(600);
-
-/// The decisions stop while the state file is written (about a second a few million
-/// decisions): the interval is also at least this many times the last write, so that
-/// checkpoints take at most a fiftieth of the aggregator's time, however large its state.
-const CHECKPOINT_SHARE: u32 = 50;
-
-/// When the aggregator next writes its state while it decides.
-struct Checkpoints {
-    /// When the last one was written (or this process started).
-    since: Instant,
-    /// How long the last one took.
-    took: Duration,
-    /// At the first commit once caught up: this start read records back (a restart after a
-    /// kill, or past its state file), which a second kill would make it read again.
-    soon: bool,
-}
-
-impl Checkpoints {
-    fn due(&self) -> bool {
-        self.soon || self.since.elapsed() >= CHECKPOINT_EVERY.max(self.took * CHECKPOINT_SHARE)
-    }
-
-    fn written(&mut self, started: Instant) {
-        self.took = started.elapsed();
-        self.since = Instant::now();
-        self.soon = false;
-    }
-}
 
 /// What the aggregator decided, for the summary.
 #[derive(Default)]
@@ -200,11 +167,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     };
     let mut next = at[0];
     let mut ready = committed <= next;
-    let mut checkpoints = Checkpoints {
-        since: Instant::now(),
-        took: Duration::ZERO,
-        soon: !ready,
-    };
+    let mut checkpoints = Checkpoints::new(!ready);
     let mut turn = Turn::new(s);
     // the signed offset this process last committed (or found committed)
     let mut mine = committed;
@@ -275,15 +238,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             mine = next.max(committed);
             // a checkpoint is of offsets the group committed: `next` now is
             if ready && checkpoints.due() {
-                let started = Instant::now();
-                save_state(&dir, &a.aggregator, s, &q, next);
-                checkpoints.written(started);
+                checkpoints.write(|| save_state(&dir, &a.aggregator, s, &q, next));
             }
         } else if !turn.writing() && ready && next <= committed && checkpoints.due() {
             // a follower decides up to the committed offset: where it is was committed
-            let started = Instant::now();
-            save_state(&dir, &a.aggregator, s, &q, next);
-            checkpoints.written(started);
+            checkpoints.write(|| save_state(&dir, &a.aggregator, s, &q, next));
         }
     }
     health.draining.store(true, Ordering::Relaxed);

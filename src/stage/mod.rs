@@ -40,6 +40,7 @@
 mod aggregate;
 mod align;
 mod changelog;
+mod checkpoint;
 mod close;
 mod commit;
 mod consume;

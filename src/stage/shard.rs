@@ -9,7 +9,11 @@
 //! pages (no probe, no record written), then it decides from there. So it needs no volume,
 //! and a restart, a kill or a lost pod leaves its state as at its last commit. A clean stop
 //! writes the state beside the index ([`crate::dedup::shard_state`]), and the next start
-//! takes it up and reads on from the offsets it is of.
+//! takes it up and reads on from the offsets it is of. While it decides, after a commit, a
+//! shard writes a checkpoint ([`Shard::checkpoint`]: a copy of its index and its state file,
+//! in `shard-K-of-S.checkpoint` beside its directory) on the schedule of
+//! [`super::checkpoint`]; a start without a clean stop's state file makes its directory a
+//! working copy of the checkpoint and replays only what came after it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -20,6 +24,7 @@ use anyhow::{bail, Context, Result};
 use rdkafka::message::{Headers, Message, OwnedMessage};
 use tracing::{info, warn};
 
+use super::checkpoint::Checkpoints;
 use super::flow::{HEADER_DECISION, HEADER_ID};
 use super::lease::{Step, Turn};
 use super::link::Link;
@@ -59,22 +64,9 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let mut parts = vec![(topic, 0)];
     parts.extend((0..link.partitions(decisions)?).map(|p| (decisions, p as i32)));
     // (once the brokers answered: a start that fails before keeps the state file)
-    let (mut shard, state) = open(s, &dir)?;
+    let (mut shard, state) = open(s, &dir, committed)?;
     // where the state file left off in each of them (0: their start)
     let mut at = offsets_of(state.as_deref().unwrap_or_default(), &parts);
-    // a state past the group's committed offset is not of this group's stream (the topic
-    // or the group made again): the shard starts empty
-    if state.is_some() && at[0] > committed {
-        warn!(
-            state_at = at[0],
-            committed,
-            "the shard's state file is past its group's committed offset: starting empty and \
-             reading the signed topic from its start"
-        );
-        drop(shard);
-        shard = Shard::new(open_scratch(&dir, s)?, s.shard, s.shards)?;
-        at.iter_mut().for_each(|a| *a = 0);
-    }
     let resumed = at[0] > 0;
     link.assign_at(&parts, &at)?;
     info!(
@@ -113,6 +105,9 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let mut held: Option<OwnedMessage> = None;
     let mut next = at[0];
     let mut ready = committed <= next;
+    let mut checkpoints = Checkpoints::new(!ready);
+    // the signed offset this process last committed (or found committed)
+    let mut mine = committed;
     let started = Instant::now();
     while !s.shutdown.requested() {
         // (the consumer's position asked only while it matters: not a record at a time)
@@ -138,8 +133,17 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
                 committing nothing more (a restart follows it)"
             );
             r.counts.lost_lease = true;
-            save_state(&dir, &mut shard, &parts, &at, next);
+            // what it read past its last commit was fenced: a state file of it would be
+            // refused (and the checkpoint, of committed offsets, stays)
+            if next <= mine.max(committed) {
+                save_state(&dir, &mut shard, &parts, &at, next);
+            }
             return Ok(r.counts);
+        }
+        // a checkpoint is of offsets the group committed: a writer's after its commit, a
+        // follower's up to the committed offset
+        if ready && next <= mine.max(committed) && checkpoints.due() {
+            checkpoints.write(|| checkpoint(s, &mut shard, &parts, &at, next));
         }
         if let Some(m) = held.take() {
             if step == Step::Write || m.offset() < committed {
@@ -156,6 +160,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
             if turn.writing() && link.due() {
                 // (while replaying, the committed offset again: it never goes back)
                 link.commit(&[(topic, 0, next.max(committed))])?;
+                mine = next.max(committed);
             }
             continue;
         };
@@ -192,6 +197,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         r.answer(s, &mut link, out, health)?;
         if link.due() {
             link.commit(&[(topic, 0, next)])?;
+            mine = next;
             metrics::gauge!(tm::INDEX_PAGES).set(shard.index().pages() as f64);
         }
     }
@@ -338,7 +344,7 @@ fn shard_dir(s: &StageSettings) -> PathBuf {
 /// directory holds a state file this build can take up ([`Shard::resume`]); else empty, its
 /// directory made again. The state file is removed before the index changes: a shard killed
 /// later starts empty, as without one.
-fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)> {
+fn open(s: &StageSettings, dir: &Path, committed: i64) -> Result<(Shard, Option<Vec<Position>>)> {
     let path = dir.join(STATE_FILE);
     if path.exists() {
         let loaded = ShardState::load(&path);
@@ -348,19 +354,9 @@ fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)>
             .and_then(|d| d.sync_all())
             .with_context(|| format!("cannot sync the shard's directory {}", dir.display()))?;
         let started = Instant::now();
-        let resumed = loaded.map_err(anyhow::Error::from).and_then(|state| {
-            // of another signed topic, it is of another stream
-            if !names_all(&state.positions, &[(s.signed_topic.as_str(), 0)]) {
-                anyhow::bail!(
-                    "it is not of the signed topic {}: it names {:?}",
-                    s.signed_topic,
-                    state.positions.first().map(|p| &p.stream)
-                );
-            }
-            let positions = state.positions.clone();
-            let index = Index::open_dir(dir, s.params.clone())?;
-            Ok((Shard::resume(index, s.shard, s.shards, state)?, positions))
-        });
+        let resumed = loaded
+            .map_err(anyhow::Error::from)
+            .and_then(|state| resume(s, dir, state, committed, None));
         match resumed {
             Ok((shard, positions)) => {
                 info!(
@@ -373,21 +369,183 @@ fn open(s: &StageSettings, dir: &Path) -> Result<(Shard, Option<Vec<Position>>)>
             }
             Err(e) => warn!(
                 error = format!("{e:#}"),
-                "the shard's state file cannot be taken up: starting empty and reading the \
-                 signed topic from its start"
+                "the shard's state file cannot be taken up: taking up its checkpoint, if any, \
+                 else starting empty and reading the signed topic from its start"
             ),
         }
+    }
+    if let Some((shard, positions)) = take_checkpoint(s, dir, committed) {
+        return Ok((shard, Some(positions)));
     }
     Ok((Shard::new(open_scratch(dir, s)?, s.shard, s.shards)?, None))
 }
 
-/// Writes the shard's state file and its index's snapshots, as of `next` in the signed topic
-/// and `at` in the decisions' partitions (`parts` and `at` side by side; the signed topic
-/// first), so that the next start takes up from there. It comes after the last commit: one
-/// that cannot be written is said, and the next start reads the stream from its start.
-fn save_state(dir: &Path, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], next: i64) {
+/// The directory of the shard's checkpoint: `shard-K-of-S.checkpoint` beside the shard's
+/// own (a start without a state file empties the shard's directory, never this one).
+fn checkpoint_dir(s: &StageSettings) -> PathBuf {
+    s.index
+        .join(format!("shard-{}-of-{}.checkpoint", s.shard, s.shards))
+}
+
+/// `dir` with `.tmp` (a checkpoint being written) or `.old` (the one it replaces) after it.
+fn beside(dir: &Path, what: &str) -> PathBuf {
+    let mut p = dir.as_os_str().to_owned();
+    p.push(what);
+    PathBuf::from(p)
+}
+
+/// The shard as its last checkpoint left it, with the positions its state is of: its
+/// directory made a working copy of the checkpoint ([`Index::copy_checkpoint`]), which
+/// stays as it is, so that a shard killed again before the next one takes it up again.
+/// `None` without one, or when it cannot be taken up (said, and removed: the shard then
+/// starts empty).
+fn take_checkpoint(
+    s: &StageSettings,
+    dir: &Path,
+    committed: i64,
+) -> Option<(Shard, Vec<Position>)> {
+    let ck = checkpoint_dir(s);
+    let old = beside(&ck, ".old");
+    // killed between setting the last one aside and putting the next in its place
+    if !ck.exists() && old.join(STATE_FILE).exists() {
+        if let Err(e) = std::fs::rename(&old, &ck) {
+            warn!(error = %e, "cannot put the shard's last checkpoint back in its place");
+        }
+    }
+    if !ck.join(STATE_FILE).exists() {
+        return None;
+    }
     let started = Instant::now();
-    let positions = parts
+    let taken = ShardState::load(&ck.join(STATE_FILE))
+        .map_err(anyhow::Error::from)
+        .and_then(|state| resume(s, dir, state, committed, Some(&ck)));
+    match taken {
+        Ok((shard, positions)) => {
+            info!(
+                pages = shard.index().pages(),
+                ids = shard.ids(),
+                at = positions.first().map_or(0, |p| p.next),
+                seconds = started.elapsed().as_secs_f64(),
+                "took the shard up from its checkpoint"
+            );
+            Some((shard, positions))
+        }
+        Err(e) => {
+            warn!(
+                error = format!("{e:#}"),
+                "the shard's checkpoint cannot be taken up: removing it, starting empty and \
+                 reading the signed topic from its start"
+            );
+            remove_checkpoint(s);
+            None
+        }
+    }
+}
+
+/// The shard in `dir` taken up with `state` ([`Shard::resume`]): a clean stop's, or a
+/// checkpoint's, whose directory `copy_of` is first made the shard's working copy. Refused,
+/// with the reason, when the state is of another signed topic, or past the group's
+/// committed offset in it: then it is not of this group's stream (the topic or the group
+/// made again), or of what a process read past its last commit.
+fn resume(
+    s: &StageSettings,
+    dir: &Path,
+    state: ShardState,
+    committed: i64,
+    copy_of: Option<&Path>,
+) -> Result<(Shard, Vec<Position>)> {
+    let signed = [(s.signed_topic.as_str(), 0)];
+    if !names_all(&state.positions, &signed) {
+        bail!(
+            "it is not of the signed topic {}: it names {:?}",
+            s.signed_topic,
+            state.positions.first().map(|p| &p.stream)
+        );
+    }
+    let at = offsets_of(&state.positions, &signed)[0];
+    if at > committed {
+        bail!(
+            "it is of signed offset {at}, past its group's committed offset {committed} (the \
+             topic or the group made again)"
+        );
+    }
+    if let Some(ck) = copy_of {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .with_context(|| format!("cannot empty the shard's directory {}", dir.display()))?;
+        }
+        Index::copy_checkpoint(ck, dir, &[STATE_FILE])?;
+    }
+    let positions = state.positions.clone();
+    let index = Index::open_dir(dir, s.params.clone())?;
+    Ok((Shard::resume(index, s.shard, s.shards, state)?, positions))
+}
+
+/// Removes the shard's checkpoint (one of another stream, or one it cannot take up).
+fn remove_checkpoint(s: &StageSettings) {
+    let ck = checkpoint_dir(s);
+    for d in [beside(&ck, ".old"), ck] {
+        if d.exists() {
+            if let Err(e) = std::fs::remove_dir_all(&d) {
+                warn!(error = %e, path = %d.display(), "cannot remove the shard's checkpoint");
+            }
+        }
+    }
+}
+
+/// Writes a checkpoint of the shard as of `next` in the signed topic and `at` in the
+/// decisions' partitions (offsets its group committed): the copy is written beside the last
+/// one and put in its place once whole, so that a kill at any moment leaves one whole
+/// checkpoint. One that cannot be written is said; the last one stays.
+fn checkpoint(s: &StageSettings, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], next: i64) {
+    let started = Instant::now();
+    let ck = checkpoint_dir(s);
+    let (tmp, old) = (beside(&ck, ".tmp"), beside(&ck, ".old"));
+    let positions = positions(parts, at, next);
+    let written = (|| -> Result<usize> {
+        for d in [&tmp, &old] {
+            if d.exists() {
+                std::fs::remove_dir_all(d)
+                    .with_context(|| format!("cannot remove {}", d.display()))?;
+            }
+        }
+        let ids = shard.checkpoint(&tmp, &positions)?;
+        if ck.exists() {
+            std::fs::rename(&ck, &old)
+                .with_context(|| format!("cannot set {} aside", ck.display()))?;
+        }
+        std::fs::rename(&tmp, &ck)
+            .with_context(|| format!("cannot put {} in place", tmp.display()))?;
+        std::fs::File::open(&s.index)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("cannot sync {}", s.index.display()))?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old)
+                .with_context(|| format!("cannot remove {}", old.display()))?;
+        }
+        Ok(ids)
+    })();
+    match written {
+        Ok(ids) => info!(
+            at = next,
+            ids,
+            pages = shard.index().pages(),
+            seconds = started.elapsed().as_secs_f64(),
+            "wrote the shard's checkpoint: a start without a state file takes up from here"
+        ),
+        Err(e) => warn!(
+            error = format!("{e:#}"),
+            path = %ck.display(),
+            "cannot write the shard's checkpoint: a kill makes the next start take up the \
+             one before it, if any, or read the signed topic from its start"
+        ),
+    }
+}
+
+/// Where a state is of: `next` in the signed topic (the first of `parts`), `at` in the
+/// others.
+fn positions(parts: &[(&str, i32)], at: &[i64], next: i64) -> Vec<Position> {
+    parts
         .iter()
         .zip(at)
         .enumerate()
@@ -396,12 +554,18 @@ fn save_state(dir: &Path, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], 
             partition: p,
             next: if i == 0 { next } else { a },
         })
-        .collect();
+        .collect()
+}
+
+/// Writes the shard's state file and its index's snapshots, as of `next` in the signed topic
+/// and `at` in the decisions' partitions (`parts` and `at` side by side; the signed topic
+/// first), so that the next start takes up from there. It comes after the last commit: one
+/// that cannot be written is said, and the next start reads the stream from its start.
+fn save_state(dir: &Path, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], next: i64) {
+    let started = Instant::now();
+    let positions = positions(parts, at, next);
     let path = dir.join(STATE_FILE);
-    let written = shard
-        .state(positions)
-        .map_err(anyhow::Error::from)
-        .and_then(|state| Ok(state.save(&path).map(|()| state.seen.len())?));
+    let written = shard.save(&path, &positions);
     match written {
         Ok(ids) => info!(
             at = next,

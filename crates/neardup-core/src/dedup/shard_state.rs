@@ -249,27 +249,64 @@ impl In {
     }
 }
 
+/// What a shard's state file holds, borrowed: [`save_shard`] writes it from a clean stop's
+/// [`ShardState`] and from a running shard's sets alike (a checkpoint), never copied.
+pub struct ShardParts<'a> {
+    pub me: u32,
+    pub shards: u32,
+    pub epoch: u64,
+    pub next_doc: u64,
+    pub positions: &'a [Position],
+    pub probes: [u128; 2],
+    pub seeds: [u64; 2],
+    pub copies: u64,
+    pub seen: &'a FxHashSet<u128>,
+    pub pending: &'a FxHashSet<u128>,
+    pub keys: &'a FxHashSet<u128>,
+}
+
+/// Writes a shard's state file to `path` (a temporary file, synced, renamed over it, the
+/// directory synced), in the layout above.
+pub fn save_shard(path: &Path, p: ShardParts<'_>) -> io::Result<()> {
+    let mut out = Out::create(path, MAGIC)?;
+    out.put(&p.me.to_le_bytes())?;
+    out.put(&p.shards.to_le_bytes())?;
+    out.put(&p.epoch.to_le_bytes())?;
+    out.put(&p.next_doc.to_le_bytes())?;
+    out.positions(p.positions)?;
+    for v in p.probes {
+        out.put(&v.to_le_bytes())?;
+    }
+    for v in p.seeds {
+        out.put(&v.to_le_bytes())?;
+    }
+    out.put(&p.copies.to_le_bytes())?;
+    for set in [p.seen, p.pending, p.keys] {
+        out.set(set)?;
+    }
+    out.finish()
+}
+
 impl ShardState {
     /// Writes the state to `path` (a temporary file, synced, renamed over it, the directory
     /// synced).
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let mut out = Out::create(path, MAGIC)?;
-        out.put(&self.me.to_le_bytes())?;
-        out.put(&self.shards.to_le_bytes())?;
-        out.put(&self.epoch.to_le_bytes())?;
-        out.put(&self.next_doc.to_le_bytes())?;
-        out.positions(&self.positions)?;
-        for v in self.probes {
-            out.put(&v.to_le_bytes())?;
-        }
-        for v in self.seeds {
-            out.put(&v.to_le_bytes())?;
-        }
-        out.put(&self.copies.to_le_bytes())?;
-        for set in [&self.seen, &self.pending, &self.keys] {
-            out.set(set)?;
-        }
-        out.finish()
+        save_shard(
+            path,
+            ShardParts {
+                me: self.me,
+                shards: self.shards,
+                epoch: self.epoch,
+                next_doc: self.next_doc,
+                positions: &self.positions,
+                probes: self.probes,
+                seeds: self.seeds,
+                copies: self.copies,
+                seen: &self.seen,
+                pending: &self.pending,
+                keys: &self.keys,
+            },
+        )
     }
 
     /// Reads a state file written by [`ShardState::save`]; a damaged or foreign file is an

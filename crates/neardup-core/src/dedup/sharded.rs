@@ -56,10 +56,13 @@
 //! would vote for every copy read before the aggregator's decisions reach the shard: about
 //! n²/(2S) votes on a shard for n copies, past the broker's record limit at a few thousand.
 
+use std::path::Path;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::shard_state::{
-    save_aggregator, AggregatorParts, AggregatorState, Kept, Position, ShardState,
+    save_aggregator, save_shard, AggregatorParts, AggregatorState, Kept, Position, ShardParts,
+    ShardState, STATE_FILE,
 };
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
 use crate::index::{
@@ -367,14 +370,30 @@ impl Shard {
         })
     }
 
-    /// What this shard holds besides its index, as of the stream `positions`, for
-    /// [`Shard::resume`]; the index's snapshots are written first ([`Index::save_lists`]),
-    /// so that the next open reads its lists and software-text counts back as they are. The
-    /// sets move into the state, not copied: the shard reads nothing more after it.
-    pub fn state(&mut self, positions: Vec<Position>) -> Result<ShardState, IndexError> {
+    /// Writes what this shard holds besides its index, as of the stream `positions`, to the
+    /// state file `path` for [`Shard::resume`] (a clean stop), after the index's snapshots
+    /// ([`Index::save_lists`]), so that the next open reads its lists and software-text
+    /// counts back as they are. Written from the sets themselves, a buffer at a time: no
+    /// more memory than the shard holds. Returns how many ids the state holds.
+    pub fn save(&mut self, path: &Path, positions: &[Position]) -> Result<usize, IndexError> {
         self.index.save_lists()?;
+        self.save_parts(path, positions)
+    }
+
+    /// Writes a copy of this shard as it is now, as of the stream `positions`, to the new
+    /// directory `dst` while it goes on (a checkpoint): its index's copy
+    /// ([`Index::checkpoint_to`]) and, last, its state file ([`STATE_FILE`]). A working copy
+    /// of `dst` ([`Index::copy_checkpoint`], the state file left out) opens as an index that
+    /// [`Shard::resume`] takes up with that state file, however far this shard went on
+    /// after it. Returns how many ids the state holds.
+    pub fn checkpoint(&mut self, dst: &Path, positions: &[Position]) -> Result<usize, IndexError> {
+        self.index.checkpoint_to(dst)?;
+        self.save_parts(&dst.join(STATE_FILE), positions)
+    }
+
+    fn save_parts(&self, path: &Path, positions: &[Position]) -> Result<usize, IndexError> {
         let (epoch, next_doc) = self.index.stamp();
-        Ok(ShardState {
+        let parts = ShardParts {
             me: self.me as u32,
             shards: self.shards as u32,
             epoch,
@@ -383,10 +402,13 @@ impl Shard {
             probes: probes(&self.copy_key),
             seeds: self.copy_key.seeds,
             copies: self.copies,
-            seen: std::mem::take(&mut self.seen),
-            pending: std::mem::take(&mut self.pending),
-            keys: std::mem::take(&mut self.keys),
-        })
+            seen: &self.seen,
+            pending: &self.pending,
+            keys: &self.keys,
+        };
+        save_shard(path, parts)
+            .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
+        Ok(self.seen.len())
     }
 
     /// How many ids this shard has read.
@@ -1087,16 +1109,14 @@ mod tests {
         ))
     }
 
-    /// A shard stopped cleanly, its state file and snapshots written, then resumed from them
-    /// on the reopened index, reads the rest of the stream as the shard that never stopped:
-    /// the same judgements and votes, the same copies, waiting decisions and repeats.
-    #[test]
-    fn a_resumed_shard_reads_on_as_one_that_never_stopped() {
-        let p = IndexParams::default();
+    type Read = Vec<(Judged, Vec<(u64, String)>)>;
+
+    /// 150 pages of five hosts: every tenth a repeated id, every seventh a copy of a page of
+    /// its host.
+    fn stream_pages(p: &IndexParams) -> Vec<(String, String, Signed)> {
         let mut pages: Vec<(String, String, Signed)> = Vec::new();
         for i in 0..150 {
             let (host, story) = (i % 5, i / 4);
-            // every tenth page a repeated id, every seventh a copy of a page of its host
             let id = if i % 10 == 9 {
                 format!("p{}", i - 5)
             } else {
@@ -1105,37 +1125,54 @@ mod tests {
             let signed = if i % 7 == 6 {
                 pages[i - 5].2.clone()
             } else {
-                page(&p, host, story, i)
+                page(p, host, story, i)
             };
             pages.push((id, format!("https://host{host}.test/{i}"), signed));
         }
+        pages
+    }
+
+    /// Reads `pages[range]` into `shard`, the aggregator's decisions reaching it now and
+    /// then (some ahead of the page): each page's judgement and votes.
+    fn read_range(
+        shard: &mut Shard,
+        pages: &[(String, String, Signed)],
+        range: std::ops::Range<usize>,
+    ) -> Read {
         let dup = Decision::plain(DecisionKind::Duplicate);
-        let run = |shard: &mut Shard, range: std::ops::Range<usize>| {
-            let mut out = Vec::new();
-            for i in range {
-                let (id, url, signed) = &pages[i];
-                // the aggregator's decisions reach the shard now and then, some ahead
-                if i % 6 == 0 {
-                    shard.decided(&format!("p{}", i + 3), &dup).unwrap();
-                    shard
-                        .decided(&format!("p{}", i.saturating_sub(8)), &dup)
-                        .unwrap();
-                }
-                let page = PageRef {
-                    id,
-                    url,
-                    first_seen: i as i64,
-                };
-                let mut votes = Vec::new();
-                let judged = shard.read(i as u64, page, signed, &mut votes).unwrap();
-                let votes: Vec<(u64, String)> = votes
-                    .iter()
-                    .map(|v| (v.pos, format!("{:.6}", v.similarity)))
-                    .collect();
-                out.push((judged, votes));
+        let mut out = Vec::new();
+        for i in range {
+            let (id, url, signed) = &pages[i];
+            if i % 6 == 0 {
+                shard.decided(&format!("p{}", i + 3), &dup).unwrap();
+                shard
+                    .decided(&format!("p{}", i.saturating_sub(8)), &dup)
+                    .unwrap();
             }
-            out
-        };
+            let page = PageRef {
+                id,
+                url,
+                first_seen: i as i64,
+            };
+            let mut votes = Vec::new();
+            let judged = shard.read(i as u64, page, signed, &mut votes).unwrap();
+            let votes: Vec<(u64, String)> = votes
+                .iter()
+                .map(|v| (v.pos, format!("{:.6}", v.similarity)))
+                .collect();
+            out.push((judged, votes));
+        }
+        out
+    }
+
+    /// A shard stopped cleanly, its state file and snapshots written, then resumed from them
+    /// on the reopened index, reads the rest of the stream as the shard that never stopped:
+    /// the same judgements and votes, the same copies, waiting decisions and repeats.
+    #[test]
+    fn a_resumed_shard_reads_on_as_one_that_never_stopped() {
+        let p = IndexParams::default();
+        let pages = stream_pages(&p);
+        let run = |shard: &mut Shard, range| read_range(shard, &pages, range);
         let mut whole = Shard::new(Index::memory(p.clone()).unwrap(), 0, 2).unwrap();
         let all = run(&mut whole, 0..150);
         let dir = tempfile::tempdir().unwrap();
@@ -1147,9 +1184,8 @@ mod tests {
             next: 80,
         }];
         let (copies, pending, ids) = (first.copies(), first.pending(), first.ids());
-        let state = first.state(at.clone()).unwrap();
         let path = dir.path().join(super::super::shard_state::STATE_FILE);
-        state.save(&path).unwrap();
+        assert_eq!(first.save(&path, &at).unwrap(), ids);
         drop(first);
         let state = ShardState::load(&path).unwrap();
         assert_eq!(state.positions, at);
@@ -1181,5 +1217,59 @@ mod tests {
         let fresh = Index::open_dir(dir2.path(), p).unwrap();
         let e = Shard::resume(fresh, 0, 2, other).err().unwrap().to_string();
         assert!(e.contains("index stamp"), "{e}");
+    }
+
+    #[test]
+    fn a_checkpoint_copied_after_the_shard_went_on_resumes_as_the_shard_was() {
+        let p = IndexParams::default();
+        let pages = stream_pages(&p);
+        let read_range = |shard: &mut Shard, range| read_range(shard, &pages, range);
+        let dir = tempfile::tempdir().unwrap();
+        let mut whole = Shard::new(Index::memory(p.clone()).unwrap(), 1, 2).unwrap();
+        let all = read_range(&mut whole, 0..150);
+        let work = dir.path().join("work");
+        let mut first = Shard::new(Index::open_dir(&work, p.clone()).unwrap(), 1, 2).unwrap();
+        let head = read_range(&mut first, 0..70);
+        let at = vec![Position {
+            stream: "signed".into(),
+            partition: 0,
+            next: 70,
+        }];
+        let ck = dir.path().join("checkpoint");
+        let ids = first.checkpoint(&ck, &at).unwrap();
+        assert_eq!(ids, first.ids());
+        let (copies, pending) = (first.copies(), first.pending());
+        // the shard goes on past its checkpoint (pages stored, some demoted), then dies
+        read_range(&mut first, 70..130);
+        drop(first);
+        // twice: a copy leaves the checkpoint as it was
+        for n in 0..2 {
+            let copy = dir.path().join(format!("copy-{n}"));
+            Index::copy_checkpoint(&ck, &copy, &[STATE_FILE]).unwrap();
+            assert!(!copy.join(STATE_FILE).exists());
+            let state = ShardState::load(&ck.join(STATE_FILE)).unwrap();
+            assert_eq!(state.positions, at);
+            let index = Index::open_dir(&copy, p.clone()).unwrap();
+            assert!(
+                index.lists_restore().is_some_and(|r| r.from_snapshot),
+                "{:?}",
+                index.lists_restore()
+            );
+            let mut resumed = Shard::resume(index, 1, 2, state).unwrap();
+            assert_eq!(
+                (resumed.copies(), resumed.pending(), resumed.ids()),
+                (copies, pending, ids)
+            );
+            let tail = read_range(&mut resumed, 70..150);
+            assert_eq!([head.clone(), tail].concat(), all);
+        }
+        assert!(
+            all.iter().any(|(_, v)| !v.is_empty()),
+            "some pages voted for"
+        );
+        // a checkpoint of a store not on disk: refused with the reason
+        let mut mem = Shard::new(Index::memory(p).unwrap(), 1, 2).unwrap();
+        let e = mem.checkpoint(&dir.path().join("mem"), &at).unwrap_err();
+        assert!(e.to_string().contains("not on disk"), "{e}");
     }
 }

@@ -323,6 +323,44 @@ impl Index {
         Ok(())
     }
 
+    /// Makes the new directory `dst` a working copy of the copy in `src` written by
+    /// [`Index::checkpoint_to`], leaving `src` as it is, so that it can be copied again: the
+    /// database's table and blob files, which it never changes once written, are hard links
+    /// (copies where the file system refuses), and so are the snapshots (written whole and
+    /// renamed into place, never changed after); every other file is a copy. Files named in
+    /// `except` are left out.
+    pub fn copy_checkpoint(src: &Path, dst: &Path, except: &[&str]) -> Result<(), IndexError> {
+        let failed = |what: &str, e: std::io::Error| IndexError::Corrupt(format!("{what}: {e}"));
+        if !src.join("CURRENT").exists() {
+            return Err(IndexError::Corrupt(format!(
+                "{} is not a copy of an index",
+                src.display()
+            )));
+        }
+        std::fs::create_dir(dst).map_err(|e| failed(&format!("creating {}", dst.display()), e))?;
+        let entries =
+            std::fs::read_dir(src).map_err(|e| failed(&format!("reading {}", src.display()), e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| failed(&format!("reading {}", src.display()), e))?;
+            let name = entry.file_name();
+            let Some(n) = name.to_str() else { continue };
+            if except.contains(&n) || !entry.path().is_file() {
+                continue;
+            }
+            let (from, to) = (entry.path(), dst.join(&name));
+            let immutable = n.ends_with(".sst")
+                || n.ends_with(".blob")
+                || [LISTS_SNAPSHOT, freq::SNAPSHOT, software::SNAPSHOT].contains(&n);
+            if !(immutable && std::fs::hard_link(&from, &to).is_ok()) {
+                std::fs::copy(&from, &to)
+                    .map_err(|e| failed(&format!("copying {}", from.display()), e))?;
+            }
+        }
+        std::fs::File::open(dst)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| failed(&format!("syncing {}", dst.display()), e))
+    }
+
     /// A fresh in-memory index.
     pub fn memory(params: IndexParams) -> Result<Index, IndexError> {
         Self::open(Box::new(MemoryStore::new()), params)

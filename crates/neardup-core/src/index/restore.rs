@@ -285,6 +285,45 @@ impl Index {
         self.restore.as_ref()
     }
 
+    /// Writes a copy of the index as it is now to the new directory `dst`, which then opens
+    /// as this index at its present stamp ([`Index::stamp`]): the database's checkpoint
+    /// (its table files hard links where the file system allows, so a copy costs little but
+    /// the files the database later compacts away), and beside it the snapshots of the
+    /// lists, the document frequencies and the software-text counts as they are in memory.
+    /// The index stays open and unchanged; its own snapshots are not touched.
+    pub fn checkpoint_to(&mut self, dst: &std::path::Path) -> Result<(), IndexError> {
+        self.settle_software()?;
+        self.store.flush()?;
+        self.store.checkpoint_to(dst)?;
+        let written = |what: &str, path: &std::path::Path, r: std::io::Result<()>| {
+            r.map_err(|e| IndexError::Corrupt(format!("writing {what} {}: {e}", path.display())))
+        };
+        let (epoch, next_doc) = (self.epoch, self.next_doc);
+        if let Some(l) = self.lists.as_ref() {
+            let path = dst.join(LISTS_SNAPSHOT);
+            let stamp = lists::snapshot::Stamp { epoch, next_doc };
+            written("the lists snapshot", &path, l.save(&path, stamp))?;
+        }
+        let stamp = freq::Stamp { epoch, next_doc };
+        if let Some(f) = self.freq.as_ref() {
+            let path = dst.join(freq::SNAPSHOT);
+            written(
+                "the frequencies snapshot",
+                &path,
+                freq::save(f, &path, stamp),
+            )?;
+        }
+        if let Some(sw) = self.software.as_ref() {
+            let path = dst.join(software::SNAPSHOT);
+            written(
+                "the software-text snapshot",
+                &path,
+                software::save(sw, &path, stamp),
+            )?;
+        }
+        Ok(())
+    }
+
     /// Writes the lists snapshot beside the database (after flushing it), so that the next
     /// open reads the lists instead of rebuilding them; returns its path, or `None` for an
     /// index without lists or not on disk. Call it at a clean shutdown: a snapshot stays

@@ -311,6 +311,16 @@ pub trait Store: Send + Sync {
     /// Full compaction of every family.
     fn compact(&self) -> Result<(), StoreError>;
 
+    /// Writes a consistent copy of this store, as it is now, to the new directory `dst`
+    /// (hard links for the table files where the file system allows), while it stays open:
+    /// for a store on disk that this process writes only.
+    fn checkpoint_to(&self, dst: &Path) -> Result<(), StoreError> {
+        Err(StoreError::Corrupt(format!(
+            "a store not on disk has no copy to write to {}",
+            dst.display()
+        )))
+    }
+
     /// The directory of a store on disk that this process writes, where the index keeps
     /// files beside the database (the lists snapshot); `None` for the in-memory store and
     /// read-only followers.

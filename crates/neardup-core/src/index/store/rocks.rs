@@ -285,6 +285,17 @@ impl Store for RocksStore {
         Ok(())
     }
 
+    fn checkpoint_to(&self, dst: &Path) -> Result<(), StoreError> {
+        if self.secondary {
+            return Err(StoreError::Corrupt(format!(
+                "a read-only follower writes no copy to {}",
+                dst.display()
+            )));
+        }
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dst)?;
+        Ok(())
+    }
+
     fn compact(&self) -> Result<(), StoreError> {
         for f in Column::ALL {
             self.db

@@ -168,6 +168,9 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     let mut next = at[0];
     let mut ready = committed <= next;
     let mut checkpoints = Checkpoints::new(!ready);
+    // the signed offset of the last checkpoint this process wrote: an idle aggregator (no
+    // page decided since) writes none again
+    let mut checkpointed = None;
     let mut turn = Turn::new(s);
     // the signed offset this process last committed (or found committed)
     let mut mine = committed;
@@ -238,11 +241,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             mine = next.max(committed);
             // a checkpoint is of offsets the group committed: `next` now is
             if ready && checkpoints.due() {
-                checkpoints.write(|| save_state(&dir, &a.aggregator, s, &q, next));
+                checkpoint(&mut checkpoints, &mut checkpointed, &dir, &a, s, &q, next);
             }
         } else if !turn.writing() && ready && next <= committed && checkpoints.due() {
             // a follower decides up to the committed offset: where it is was committed
-            checkpoints.write(|| save_state(&dir, &a.aggregator, s, &q, next));
+            checkpoint(&mut checkpoints, &mut checkpointed, &dir, &a, s, &q, next);
         }
     }
     health.draining.store(true, Ordering::Relaxed);
@@ -308,10 +311,34 @@ fn take_state(
     }
 }
 
+/// Writes a checkpoint of the aggregator's state as of `next` unless the last one written
+/// is of `next` too (nothing decided since).
+fn checkpoint(
+    checkpoints: &mut Checkpoints,
+    checkpointed: &mut Option<i64>,
+    dir: &Path,
+    a: &Agg<'_>,
+    s: &StageSettings,
+    q: &Queues,
+    next: i64,
+) {
+    if *checkpointed == Some(next) {
+        checkpoints.unchanged();
+    } else if checkpoints.write(|| save_state(dir, &a.aggregator, s, q, next)) {
+        *checkpointed = Some(next);
+    }
+}
+
 /// Writes the aggregator's state file as of `next` in the signed topic and, in each votes
 /// partition, the first record not joined yet, so that the next start takes up from there.
 /// The aggregator needs no directory: one it cannot write to is said and left.
-fn save_state(dir: &Path, aggregator: &Aggregator, s: &StageSettings, q: &Queues, next: i64) {
+fn save_state(
+    dir: &Path,
+    aggregator: &Aggregator,
+    s: &StageSettings,
+    q: &Queues,
+    next: i64,
+) -> bool {
     let started = Instant::now();
     let mut positions = vec![Position {
         stream: s.signed_topic.clone(),
@@ -331,18 +358,24 @@ fn save_state(dir: &Path, aggregator: &Aggregator, s: &StageSettings, q: &Queues
     }
     let path: PathBuf = dir.join(AGGREGATOR_STATE_FILE);
     match std::fs::create_dir_all(dir).and_then(|()| aggregator.save(s.shards, &positions, &path)) {
-        Ok(()) => info!(
-            at = next,
-            decided = aggregator.decided(),
-            seconds = started.elapsed().as_secs_f64(),
-            "wrote the aggregator's state file: the next start takes up from here"
-        ),
-        Err(e) => warn!(
-            error = %e,
-            path = %path.display(),
-            "cannot write the aggregator's state file: the next start takes up the one before \
-             it, if any, or reads the topics from their start"
-        ),
+        Ok(()) => {
+            info!(
+                at = next,
+                decided = aggregator.decided(),
+                seconds = started.elapsed().as_secs_f64(),
+                "wrote the aggregator's state file: the next start takes up from here"
+            );
+            true
+        }
+        Err(e) => {
+            warn!(
+                error = %e,
+                path = %path.display(),
+                "cannot write the aggregator's state file: the next start takes up the one \
+                 before it, if any, or reads the topics from their start"
+            );
+            false
+        }
     }
 }
 

@@ -44,10 +44,18 @@ impl Checkpoints {
     }
 
     /// Writes a checkpoint with `write` and times it for the next.
-    pub(super) fn write(&mut self, write: impl FnOnce()) {
+    pub(super) fn write<T>(&mut self, write: impl FnOnce() -> T) -> T {
         let started = Instant::now();
-        write();
+        let written = write();
         self.took = started.elapsed();
+        self.since = Instant::now();
+        self.soon = false;
+        written
+    }
+
+    /// The checkpoint due is the last one written (nothing read since): the next is due an
+    /// interval later.
+    pub(super) fn unchanged(&mut self) {
         self.since = Instant::now();
         self.soon = false;
     }

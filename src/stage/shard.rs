@@ -4,16 +4,16 @@
 //! votes record for every signed record to its partition of the votes topic.
 //!
 //! Its state (the pages it holds, the software-text counts and the ids of every page) is a
-//! function of the signed records read, in order. A start without a state file reads the
-//! signed topic from its start: up to the offset its group committed it only replays the
-//! pages (no probe, no record written), then it decides from there. So it needs no volume,
-//! and a restart, a kill or a lost pod leaves its state as at its last commit. A clean stop
-//! writes the state beside the index ([`crate::dedup::shard_state`]), and the next start
-//! takes it up and reads on from the offsets it is of. While it decides, after a commit, a
-//! shard writes a checkpoint ([`Shard::checkpoint`]: a copy of its index and its state file,
-//! in `shard-K-of-S.checkpoint` beside its directory) on the schedule of
-//! [`super::checkpoint`]; a start without a clean stop's state file makes its directory a
-//! working copy of the checkpoint and replays only what came after it.
+//! function of the signed records read, in order. A start without a state file or a
+//! checkpoint reads the signed topic from its start: up to the offset its group committed it
+//! only replays the pages (no probe, no record written), then it decides from there. So it
+//! needs no volume, and a restart, a kill or a lost pod leaves its state as at its last
+//! commit. A clean stop writes the state beside the index ([`crate::dedup::shard_state`]),
+//! and the next start takes it up and reads on from the offsets it is of. While it decides,
+//! a shard writes a checkpoint of offsets its group committed ([`Shard::checkpoint`]: a copy
+//! of its index and its state file, in `shard-K-of-S.checkpoint` beside its directory) on
+//! the schedule of [`super::checkpoint`]; a start without a clean stop's state file makes its
+//! directory a working copy of the checkpoint and replays only what came after it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -106,6 +106,8 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let mut next = at[0];
     let mut ready = committed <= next;
     let mut checkpoints = Checkpoints::new(!ready);
+    // the positions of the last checkpoint this process wrote: an idle shard writes none again
+    let mut checkpointed: Option<(i64, Vec<i64>)> = None;
     // the signed offset this process last committed (or found committed)
     let mut mine = committed;
     let started = Instant::now();
@@ -143,7 +145,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         // a checkpoint is of offsets the group committed: a writer's after its commit, a
         // follower's up to the committed offset
         if ready && next <= mine.max(committed) && checkpoints.due() {
-            checkpoints.write(|| checkpoint(s, &mut shard, &parts, &at, next));
+            if checkpointed.as_ref() == Some(&(next, at.clone())) {
+                checkpoints.unchanged();
+            } else if checkpoints.write(|| checkpoint(s, &mut shard, &parts, &at, next)) {
+                checkpointed = Some((next, at.clone()));
+            }
         }
         if let Some(m) = held.take() {
             if step == Step::Write || m.offset() < committed {
@@ -341,9 +347,10 @@ fn shard_dir(s: &StageSettings) -> PathBuf {
 }
 
 /// The shard as its last clean stop left it, with the positions its state is of, when its
-/// directory holds a state file this build can take up ([`Shard::resume`]); else empty, its
-/// directory made again. The state file is removed before the index changes: a shard killed
-/// later starts empty, as without one.
+/// directory holds a state file this build can take up ([`Shard::resume`]); else as its last
+/// checkpoint left it ([`take_checkpoint`]); else empty, its directory made again. The state
+/// file is removed before the index changes: a shard killed later takes up its checkpoint,
+/// or starts empty without one.
 fn open(s: &StageSettings, dir: &Path, committed: i64) -> Result<(Shard, Option<Vec<Position>>)> {
     let path = dir.join(STATE_FILE);
     if path.exists() {
@@ -356,7 +363,7 @@ fn open(s: &StageSettings, dir: &Path, committed: i64) -> Result<(Shard, Option<
         let started = Instant::now();
         let resumed = loaded
             .map_err(anyhow::Error::from)
-            .and_then(|state| resume(s, dir, state, committed, None));
+            .and_then(|state| resume(s, dir, state, committed, None).map_err(|n| n.error));
         match resumed {
             Ok((shard, positions)) => {
                 info!(
@@ -397,8 +404,10 @@ fn beside(dir: &Path, what: &str) -> PathBuf {
 /// The shard as its last checkpoint left it, with the positions its state is of: its
 /// directory made a working copy of the checkpoint ([`Index::copy_checkpoint`]), which
 /// stays as it is, so that a shard killed again before the next one takes it up again.
-/// `None` without one, or when it cannot be taken up (said, and removed: the shard then
-/// starts empty).
+/// `None` without one, or when it cannot be taken up (said; the shard then starts empty):
+/// one refused for what it is (another stream, past the committed offset, another build's,
+/// damaged) is removed, one that the disk failed to copy or open is kept for the next start
+/// (until a new checkpoint replaces it).
 fn take_checkpoint(
     s: &StageSettings,
     dir: &Path,
@@ -417,7 +426,10 @@ fn take_checkpoint(
     }
     let started = Instant::now();
     let taken = ShardState::load(&ck.join(STATE_FILE))
-        .map_err(anyhow::Error::from)
+        .map_err(|e| NotTaken {
+            refused: e.kind() == std::io::ErrorKind::InvalidData,
+            error: e.into(),
+        })
         .and_then(|state| resume(s, dir, state, committed, Some(&ck)));
     match taken {
         Ok((shard, positions)) => {
@@ -430,63 +442,90 @@ fn take_checkpoint(
             );
             Some((shard, positions))
         }
-        Err(e) => {
+        Err(NotTaken { error, refused }) => {
             warn!(
-                error = format!("{e:#}"),
-                "the shard's checkpoint cannot be taken up: removing it, starting empty and \
-                 reading the signed topic from its start"
+                error = format!("{error:#}"),
+                refused,
+                "the shard's checkpoint cannot be taken up: starting empty and reading the \
+                 signed topic from its start (a checkpoint refused is removed, one the disk \
+                 failed is kept)"
             );
-            remove_checkpoint(s);
+            if refused {
+                remove_checkpoint(s);
+            }
             None
         }
     }
 }
 
+/// Why a state was not taken up, and whether it was refused for what it is (rather than
+/// for an error of the disk, which may not come again).
+struct NotTaken {
+    error: anyhow::Error,
+    refused: bool,
+}
+
 /// The shard in `dir` taken up with `state` ([`Shard::resume`]): a clean stop's, or a
 /// checkpoint's, whose directory `copy_of` is first made the shard's working copy. Refused,
 /// with the reason, when the state is of another signed topic, or past the group's
-/// committed offset in it: then it is not of this group's stream (the topic or the group
-/// made again), or of what a process read past its last commit.
+/// committed offset in it (then it is not of this group's stream, the topic or the group
+/// made again, or of what a process read past its last commit), or not of the index opened.
 fn resume(
     s: &StageSettings,
     dir: &Path,
     state: ShardState,
     committed: i64,
     copy_of: Option<&Path>,
-) -> Result<(Shard, Vec<Position>)> {
+) -> std::result::Result<(Shard, Vec<Position>), NotTaken> {
+    let refuse = |error| NotTaken {
+        error,
+        refused: true,
+    };
+    let fail = |error| NotTaken {
+        error,
+        refused: false,
+    };
     let signed = [(s.signed_topic.as_str(), 0)];
     if !names_all(&state.positions, &signed) {
-        bail!(
+        return Err(refuse(anyhow::anyhow!(
             "it is not of the signed topic {}: it names {:?}",
             s.signed_topic,
             state.positions.first().map(|p| &p.stream)
-        );
+        )));
     }
     let at = offsets_of(&state.positions, &signed)[0];
     if at > committed {
-        bail!(
+        return Err(refuse(anyhow::anyhow!(
             "it is of signed offset {at}, past its group's committed offset {committed} (the \
              topic or the group made again)"
-        );
+        )));
     }
     if let Some(ck) = copy_of {
         if dir.exists() {
             std::fs::remove_dir_all(dir)
-                .with_context(|| format!("cannot empty the shard's directory {}", dir.display()))?;
+                .with_context(|| format!("cannot empty the shard's directory {}", dir.display()))
+                .map_err(fail)?;
         }
-        Index::copy_checkpoint(ck, dir, &[STATE_FILE])?;
+        Index::copy_checkpoint(ck, dir, &[STATE_FILE]).map_err(|e| fail(e.into()))?;
     }
     let positions = state.positions.clone();
-    let index = Index::open_dir(dir, s.params.clone())?;
-    Ok((Shard::resume(index, s.shard, s.shards, state)?, positions))
+    let index = Index::open_dir(dir, s.params.clone()).map_err(|e| fail(e.into()))?;
+    let shard = Shard::resume(index, s.shard, s.shards, state).map_err(|e| refuse(e.into()))?;
+    Ok((shard, positions))
 }
 
-/// Removes the shard's checkpoint (one of another stream, or one it cannot take up).
+/// Removes the shard's checkpoint (one of another stream, or one refused): its state file
+/// first, so that a kill while the rest is removed leaves none to take up.
 fn remove_checkpoint(s: &StageSettings) {
     let ck = checkpoint_dir(s);
     for d in [beside(&ck, ".old"), ck] {
         if d.exists() {
-            if let Err(e) = std::fs::remove_dir_all(&d) {
+            let state = d.join(STATE_FILE);
+            let removed = match state.exists() {
+                true => std::fs::remove_file(&state),
+                false => Ok(()),
+            };
+            if let Err(e) = removed.and_then(|()| std::fs::remove_dir_all(&d)) {
                 warn!(error = %e, path = %d.display(), "cannot remove the shard's checkpoint");
             }
         }
@@ -496,13 +535,25 @@ fn remove_checkpoint(s: &StageSettings) {
 /// Writes a checkpoint of the shard as of `next` in the signed topic and `at` in the
 /// decisions' partitions (offsets its group committed): the copy is written beside the last
 /// one and put in its place once whole, so that a kill at any moment leaves one whole
-/// checkpoint. One that cannot be written is said; the last one stays.
-fn checkpoint(s: &StageSettings, shard: &mut Shard, parts: &[(&str, i32)], at: &[i64], next: i64) {
+/// checkpoint. One that cannot be written is said (false); the last one stays.
+fn checkpoint(
+    s: &StageSettings,
+    shard: &mut Shard,
+    parts: &[(&str, i32)],
+    at: &[i64],
+    next: i64,
+) -> bool {
     let started = Instant::now();
     let ck = checkpoint_dir(s);
     let (tmp, old) = (beside(&ck, ".tmp"), beside(&ck, ".old"));
     let positions = positions(parts, at, next);
     let written = (|| -> Result<usize> {
+        // the last one set aside and never put back (a rename that failed): it is the one
+        // to keep until the new one is in place
+        if !ck.exists() && old.join(STATE_FILE).exists() {
+            std::fs::rename(&old, &ck)
+                .with_context(|| format!("cannot put {} back in place", old.display()))?;
+        }
         for d in [&tmp, &old] {
             if d.exists() {
                 std::fs::remove_dir_all(d)
@@ -526,19 +577,25 @@ fn checkpoint(s: &StageSettings, shard: &mut Shard, parts: &[(&str, i32)], at: &
         Ok(ids)
     })();
     match written {
-        Ok(ids) => info!(
-            at = next,
-            ids,
-            pages = shard.index().pages(),
-            seconds = started.elapsed().as_secs_f64(),
-            "wrote the shard's checkpoint: a start without a state file takes up from here"
-        ),
-        Err(e) => warn!(
-            error = format!("{e:#}"),
-            path = %ck.display(),
-            "cannot write the shard's checkpoint: a kill makes the next start take up the \
-             one before it, if any, or read the signed topic from its start"
-        ),
+        Ok(ids) => {
+            info!(
+                at = next,
+                ids,
+                pages = shard.index().pages(),
+                seconds = started.elapsed().as_secs_f64(),
+                "wrote the shard's checkpoint: a start without a state file takes up from here"
+            );
+            true
+        }
+        Err(e) => {
+            warn!(
+                error = format!("{e:#}"),
+                path = %ck.display(),
+                "cannot write the shard's checkpoint: a kill makes the next start take up the \
+                 one before it, if any, or read the signed topic from its start"
+            );
+            false
+        }
     }
 }
 

@@ -168,9 +168,6 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     let mut next = at[0];
     let mut ready = committed <= next;
     let mut checkpoints = Checkpoints::new(!ready);
-    // the signed offset of the last checkpoint this process wrote: an idle aggregator (no
-    // page decided since) writes none again
-    let mut checkpointed = None;
     let mut turn = Turn::new(s);
     // the signed offset this process last committed (or found committed)
     let mut mine = committed;
@@ -241,11 +238,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             mine = next.max(committed);
             // a checkpoint is of offsets the group committed: `next` now is
             if ready && checkpoints.due() {
-                checkpoint(&mut checkpoints, &mut checkpointed, &dir, &a, s, &q, next);
+                checkpoints.write(next, || save_state(&dir, &a.aggregator, s, &q, next));
             }
         } else if !turn.writing() && ready && next <= committed && checkpoints.due() {
             // a follower decides up to the committed offset: where it is was committed
-            checkpoint(&mut checkpoints, &mut checkpointed, &dir, &a, s, &q, next);
+            checkpoints.write(next, || save_state(&dir, &a.aggregator, s, &q, next));
         }
     }
     health.draining.store(true, Ordering::Relaxed);
@@ -308,24 +305,6 @@ fn take_state(
             );
             None
         }
-    }
-}
-
-/// Writes a checkpoint of the aggregator's state as of `next` unless the last one written
-/// is of `next` too (nothing decided since).
-fn checkpoint(
-    checkpoints: &mut Checkpoints,
-    checkpointed: &mut Option<i64>,
-    dir: &Path,
-    a: &Agg<'_>,
-    s: &StageSettings,
-    q: &Queues,
-    next: i64,
-) {
-    if *checkpointed == Some(next) {
-        checkpoints.unchanged();
-    } else if checkpoints.write(|| save_state(dir, &a.aggregator, s, q, next)) {
-        *checkpointed = Some(next);
     }
 }
 

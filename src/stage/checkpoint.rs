@@ -16,8 +16,9 @@ pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(600);
 /// checkpoints take at most a fiftieth of a role's time.
 pub(super) const CHECKPOINT_SHARE: u32 = 50;
 
-/// When a role next writes a checkpoint.
-pub(super) struct Checkpoints {
+/// When a role next writes a checkpoint, and the position (`P`: the offsets it is of) of the
+/// last one written, so that a role with nothing read since writes none again.
+pub(super) struct Checkpoints<P> {
     /// When the last one was written (or this process started).
     since: Instant,
     /// How long the last one took.
@@ -25,16 +26,19 @@ pub(super) struct Checkpoints {
     /// At the first commit once caught up: this start read records back (a restart after a
     /// kill, or past its state), which a second kill would make it read again.
     soon: bool,
+    /// The position of the last checkpoint this process wrote.
+    written: Option<P>,
 }
 
-impl Checkpoints {
+impl<P: PartialEq> Checkpoints<P> {
     /// The schedule of a process that started now; `read_back`: it reads records back
     /// before it writes (its first checkpoint then comes at its first commit once caught up).
-    pub(super) fn new(read_back: bool) -> Checkpoints {
+    pub(super) fn new(read_back: bool) -> Checkpoints<P> {
         Checkpoints {
             since: Instant::now(),
             took: Duration::ZERO,
             soon: read_back,
+            written: None,
         }
     }
 
@@ -43,20 +47,22 @@ impl Checkpoints {
         self.soon || self.since.elapsed() >= CHECKPOINT_EVERY.max(self.took * CHECKPOINT_SHARE)
     }
 
-    /// Writes a checkpoint with `write` and times it for the next.
-    pub(super) fn write<T>(&mut self, write: impl FnOnce() -> T) -> T {
+    /// Writes the checkpoint of `position` with `write` (true once it is written) and times
+    /// it for the next, unless the last one written is of `position` too: then the next is
+    /// due an interval later.
+    pub(super) fn write(&mut self, position: P, write: impl FnOnce() -> bool) {
+        if self.written.as_ref() == Some(&position) {
+            self.since = Instant::now();
+            self.soon = false;
+            return;
+        }
         let started = Instant::now();
         let written = write();
         self.took = started.elapsed();
         self.since = Instant::now();
         self.soon = false;
-        written
-    }
-
-    /// The checkpoint due is the last one written (nothing read since): the next is due an
-    /// interval later.
-    pub(super) fn unchanged(&mut self) {
-        self.since = Instant::now();
-        self.soon = false;
+        if written {
+            self.written = Some(position);
+        }
     }
 }

@@ -106,8 +106,6 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
     let mut next = at[0];
     let mut ready = committed <= next;
     let mut checkpoints = Checkpoints::new(!ready);
-    // the positions of the last checkpoint this process wrote: an idle shard writes none again
-    let mut checkpointed: Option<(i64, Vec<i64>)> = None;
     // the signed offset this process last committed (or found committed)
     let mut mine = committed;
     let started = Instant::now();
@@ -145,11 +143,9 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<ShardCounts
         // a checkpoint is of offsets the group committed: a writer's after its commit, a
         // follower's up to the committed offset
         if ready && next <= mine.max(committed) && checkpoints.due() {
-            if checkpointed.as_ref() == Some(&(next, at.clone())) {
-                checkpoints.unchanged();
-            } else if checkpoints.write(|| checkpoint(s, &mut shard, &parts, &at, next)) {
-                checkpointed = Some((next, at.clone()));
-            }
+            checkpoints.write((next, at.clone()), || {
+                checkpoint(s, &mut shard, &parts, &at, next)
+            });
         }
         if let Some(m) = held.take() {
             if step == Step::Write || m.offset() < committed {

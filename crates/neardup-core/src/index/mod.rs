@@ -34,7 +34,7 @@ mod error;
 mod format;
 pub mod fptables;
 pub mod freq;
-mod ids;
+pub(crate) mod ids;
 pub mod lists;
 mod mutate;
 mod pending;
@@ -312,12 +312,7 @@ impl Index {
         for name in [LISTS_SNAPSHOT, freq::SNAPSHOT, software::SNAPSHOT] {
             let snap = src.join(name);
             if snap.exists() {
-                let to = dst.join(name);
-                if std::fs::hard_link(&snap, &to).is_err() {
-                    std::fs::copy(&snap, &to).map_err(|e| {
-                        IndexError::Corrupt(format!("copying {}: {e}", snap.display()))
-                    })?;
-                }
+                link_or_copy(&snap, &dst.join(name), true)?;
             }
         }
         Ok(())
@@ -347,14 +342,10 @@ impl Index {
             if except.contains(&n) || !entry.path().is_file() {
                 continue;
             }
-            let (from, to) = (entry.path(), dst.join(&name));
             let immutable = n.ends_with(".sst")
                 || n.ends_with(".blob")
                 || [LISTS_SNAPSHOT, freq::SNAPSHOT, software::SNAPSHOT].contains(&n);
-            if !(immutable && std::fs::hard_link(&from, &to).is_ok()) {
-                std::fs::copy(&from, &to)
-                    .map_err(|e| failed(&format!("copying {}", from.display()), e))?;
-            }
+            link_or_copy(&entry.path(), &dst.join(&name), immutable)?;
         }
         std::fs::File::open(dst)
             .and_then(|d| d.sync_all())
@@ -822,6 +813,17 @@ impl Index {
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
     }
+}
+
+/// Puts the file `from` at `to`: a hard link when `immutable` (a file never changed once
+/// written) and the file system allows one, else a copy.
+fn link_or_copy(from: &Path, to: &Path, immutable: bool) -> Result<(), IndexError> {
+    if immutable && std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(|e| IndexError::Corrupt(format!("copying {}: {e}", from.display())))
 }
 
 #[cfg(test)]

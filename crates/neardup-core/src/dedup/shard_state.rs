@@ -3,8 +3,8 @@
 //! ([`ShardState`], what a [`super::sharded::Shard`] holds beside its index, written with the
 //! index's snapshots) and the aggregator's ([`AggregatorState`], every decision it keeps).
 //!
-//! A shard's state is a function of the records read, in order: the signed pages (its index,
-//! the software-text counts of every page, the ids read, the copy keys) and the decisions
+//! A shard's state is a function of the records read, in order: the signed pages (its index
+//! with the ids read, the software-text counts of every page, the copy keys) and the decisions
 //! (the duplicates it owns, taken out of its lists or waiting). The file names the position
 //! in each stream it is of, and the index's stamp (lists epoch, next document number) it was
 //! written with. It is used once: the stage removes it before the index changes again, so a
@@ -14,13 +14,15 @@
 //! its stop, never copied: a clean stop needs no more memory than the role held), with a
 //! CRC-32 over every byte before it at the end.
 //!
-//! Shard layout (version 1), little-endian: the magic `NDSHRD1\0`; shard and shards (u32
+//! Shard layout (version 2), little-endian: the magic `NDSHRD2\0`; shard and shards (u32
 //! each); the index's epoch and next document number (u64 each); the positions (u32 count,
 //! then each: u32 name length, the name's bytes, partition i32, next offset i64); the probes
 //! (two u128: the id hash of a fixed id and the copy key of a fixed page, under this build's
-//! hashing); the copy keys' two seeds (u64 each); the copies stored (u64); then the ids read,
-//! the decided duplicates waiting and the copy keys of the pages stored unique (each a u64
-//! count and as many u128); CRC-32 of everything before it, u32.
+//! hashing); the copy keys' two seeds (u64 each); the copies stored (u64); the count of ids
+//! read (u64: their hashes are in the index, [`super::seen`]); then the decided duplicates
+//! waiting and the copy keys of the pages stored unique (each a u64 count and as many u128);
+//! CRC-32 of everything before it, u32. Version 1 held the ids' hashes here: a file of it is
+//! refused as of another version, and the shard reads its topics again from their start.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -33,7 +35,7 @@ use crate::index::{Decision, DecisionKind, Found};
 /// The state file's name, in the shard's index directory.
 pub const STATE_FILE: &str = "shard.state";
 
-const MAGIC: &[u8; 8] = b"NDSHRD1\0";
+const MAGIC: &[u8; 8] = b"NDSHRD2\0";
 
 /// Where in one stream a state is of: its name, partition and the next offset to read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,7 +59,8 @@ pub struct ShardState {
     pub probes: [u128; 2],
     pub seeds: [u64; 2],
     pub copies: u64,
-    pub seen: FxHashSet<u128>,
+    /// How many ids the shard read (their hashes are in its index: [`super::seen`]).
+    pub ids: u64,
     pub pending: FxHashSet<u128>,
     pub keys: FxHashSet<u128>,
 }
@@ -260,7 +263,7 @@ pub struct ShardParts<'a> {
     pub probes: [u128; 2],
     pub seeds: [u64; 2],
     pub copies: u64,
-    pub seen: &'a FxHashSet<u128>,
+    pub ids: u64,
     pub pending: &'a FxHashSet<u128>,
     pub keys: &'a FxHashSet<u128>,
 }
@@ -281,7 +284,8 @@ pub fn save_shard(path: &Path, p: ShardParts<'_>) -> io::Result<()> {
         out.put(&v.to_le_bytes())?;
     }
     out.put(&p.copies.to_le_bytes())?;
-    for set in [p.seen, p.pending, p.keys] {
+    out.put(&p.ids.to_le_bytes())?;
+    for set in [p.pending, p.keys] {
         out.set(set)?;
     }
     out.finish()
@@ -302,7 +306,7 @@ impl ShardState {
                 probes: self.probes,
                 seeds: self.seeds,
                 copies: self.copies,
-                seen: &self.seen,
+                ids: self.ids,
                 pending: &self.pending,
                 keys: &self.keys,
             },
@@ -321,7 +325,8 @@ impl ShardState {
         let probes = [r.u128()?, r.u128()?];
         let seeds = [r.u64()?, r.u64()?];
         let copies = r.u64()?;
-        let (seen, pending, keys) = (r.set()?, r.set()?, r.set()?);
+        let ids = r.u64()?;
+        let (pending, keys) = (r.set()?, r.set()?);
         r.finish()?;
         Ok(ShardState {
             me,
@@ -332,7 +337,7 @@ impl ShardState {
             probes,
             seeds,
             copies,
-            seen,
+            ids,
             pending,
             keys,
         })
@@ -560,7 +565,7 @@ mod tests {
             probes: [u128::MAX - 3, 5],
             seeds: [11, u64::MAX],
             copies: 3,
-            seen: (0..100u128).map(|i| i * 0x1_0000_0000_0001).collect(),
+            ids: 100,
             pending: [42].into_iter().collect(),
             keys: FxHashSet::default(),
         }

@@ -44,8 +44,9 @@
 //!   ([`super::shard_state`]), at the stamp it was written with.
 //! - A repeated id is counted and stored by no shard: one decider answers it with the
 //!   stored decision and stores and counts nothing. Every shard keeps a 128-bit hash of
-//!   every id it read and judges a repeat [`Judged::Repeated`]; the aggregator answers it
-//!   with the decision it keeps ([`Aggregator::repeated`]).
+//!   every id it read, on disk in its index with 32-bit fingerprints in memory
+//!   ([`super::seen`]), and judges a repeat [`Judged::Repeated`]; the aggregator answers
+//!   it with the decision it keeps ([`Aggregator::repeated`]).
 //!
 //! **Copies are stored as duplicates at once.** A page a shard owns that equals an earlier
 //! page it owns in everything the rules read of a page (its [`CopyKey`]) is stored as a
@@ -60,6 +61,7 @@ use std::path::Path;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::seen::SeenIds;
 use super::shard_state::{
     save_aggregator, save_shard, AggregatorParts, AggregatorState, Kept, Position, ShardParts,
     ShardState, STATE_FILE,
@@ -142,7 +144,7 @@ pub struct Shard {
     cands: Vec<Candidate>,
     /// Every id read, by a 128-bit hash (two keyed hashes of it): a repeat is told apart
     /// without holding the pages of other shards.
-    seen: FxHashSet<u128>,
+    seen: SeenIds,
     /// Pages this shard owns that the aggregator decided duplicates before the shard read
     /// them (a shard that starts again reads the decisions and the stream side by side):
     /// each leaves the lists as soon as it is stored.
@@ -308,12 +310,20 @@ impl Shard {
                 index.pages()
             ));
         }
+        let seen = SeenIds::open(&index)?;
+        if seen.len() > 0 {
+            return refuse(&format!(
+                "starts from an empty index ({} ids read in it): its software-text counts are \
+                 of every page of the stream, which its index does not hold",
+                seen.len()
+            ));
+        }
         Ok(Shard {
             index,
             me,
             shards,
             cands: Vec::new(),
-            seen: FxHashSet::default(),
+            seen,
             pending: FxHashSet::default(),
             keys: FxHashSet::default(),
             copies: 0,
@@ -324,7 +334,8 @@ impl Shard {
     /// Shard `me` of `shards` over `index` as a shard left it at a clean stop, with `state`
     /// ([`Shard::state`]) written then: refused, with the reason, unless the index is at the
     /// stamp the state was written at, its software-text counts are those of its snapshot,
-    /// and this build hashes ids and pages as the one that wrote it did. (A refused state
+    /// it holds as many ids read as the state counts, and this build hashes ids and pages
+    /// as the one that wrote it did. (A refused state
     /// leaves the caller to start empty and read the stream again.)
     pub fn resume(
         index: Index,
@@ -357,12 +368,20 @@ impl Shard {
             return refuse("was written by a build that hashes ids or pages otherwise".into());
         }
         check(&index, me, shards)?;
+        let seen = SeenIds::open(&index)?;
+        if seen.len() != state.ids {
+            return refuse(format!(
+                "counts {} ids read, and the index holds {}",
+                state.ids,
+                seen.len()
+            ));
+        }
         Ok(Shard {
             index,
             me,
             shards,
             cands: Vec::new(),
-            seen: state.seen,
+            seen,
             pending: state.pending,
             keys: state.keys,
             copies: state.copies,
@@ -376,6 +395,7 @@ impl Shard {
     /// counts back as they are. Written from the sets themselves, a buffer at a time: no
     /// more memory than the shard holds. Returns how many ids the state holds.
     pub fn save(&mut self, path: &Path, positions: &[Position]) -> Result<usize, IndexError> {
+        self.seen.write(&self.index)?;
         self.index.save_lists()?;
         self.save_parts(path, positions)
     }
@@ -387,6 +407,7 @@ impl Shard {
     /// [`Shard::resume`] takes up with that state file, however far this shard went on
     /// after it. Returns how many ids the state holds.
     pub fn checkpoint(&mut self, dst: &Path, positions: &[Position]) -> Result<usize, IndexError> {
+        self.seen.write(&self.index)?;
         self.index.checkpoint_to(dst)?;
         self.save_parts(&dst.join(STATE_FILE), positions)
     }
@@ -402,18 +423,18 @@ impl Shard {
             probes: probes(&self.copy_key),
             seeds: self.copy_key.seeds,
             copies: self.copies,
-            seen: &self.seen,
+            ids: self.seen.len(),
             pending: &self.pending,
             keys: &self.keys,
         };
         save_shard(path, parts)
             .map_err(|e| IndexError::Corrupt(format!("writing {}: {e}", path.display())))?;
-        Ok(self.seen.len())
+        Ok(self.seen.len() as usize)
     }
 
     /// How many ids this shard has read.
     pub fn ids(&self) -> usize {
-        self.seen.len()
+        self.seen.len() as usize
     }
 
     /// The shard's index.
@@ -466,7 +487,7 @@ impl Shard {
         signed: &Signed,
         votes: Option<&mut Vec<Vote>>,
     ) -> Result<Judged, IndexError> {
-        if !self.seen.insert(id_hash(page.id)) {
+        if !self.seen.insert(&self.index, id_hash(page.id))? {
             return Ok(Judged::Repeated);
         }
         let params = self.index.params();
@@ -553,7 +574,7 @@ impl Shard {
         if self.index.demote(id, decision.clone())? {
             return Ok(true);
         }
-        if !self.seen.contains(&id_hash(id)) {
+        if !self.seen.contains(&self.index, id_hash(id))? {
             self.pending.insert(id_hash(id));
         }
         Ok(false)
@@ -1255,6 +1276,15 @@ mod tests {
                 "{:?}",
                 index.lists_restore()
             );
+            // a state that counts other ids read than the index holds is refused
+            let mut miscounted = state.clone();
+            miscounted.ids += 1;
+            let e = Shard::resume(index, 1, 2, miscounted)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(e.contains("ids read"), "{e}");
+            let index = Index::open_dir(&copy, p.clone()).unwrap();
             let mut resumed = Shard::resume(index, 1, 2, state).unwrap();
             assert_eq!(
                 (resumed.copies(), resumed.pending(), resumed.ids()),
@@ -1262,7 +1292,41 @@ mod tests {
             );
             let tail = read_range(&mut resumed, 70..150);
             assert_eq!([head.clone(), tail].concat(), all);
+            // an id read before the checkpoint, by this shard or not, is a repeat; one read
+            // only after it is not
+            let mut votes = Vec::new();
+            for (id, repeat) in [("p3", true), ("p4", true), ("p900", false)] {
+                let page = PageRef {
+                    id,
+                    url: "https://host9.test/",
+                    first_seen: 0,
+                };
+                let judged = resumed.read(150, page, &pages[0].2, &mut votes).unwrap();
+                assert_eq!(judged == Judged::Repeated, repeat, "{id}: {judged:?}");
+            }
         }
+        // a shard's index that holds ids read, and no page (all of them another shard's),
+        // does not start a new shard: its counts are of the pages read
+        let lone = dir.path().join("lone");
+        let mut reader = Shard::new(Index::open_dir(&lone, p.clone()).unwrap(), 1, 2).unwrap();
+        let other = (0..)
+            .map(|i| format!("q{i}"))
+            .find(|id| !reader.owns(id))
+            .unwrap();
+        let page = PageRef {
+            id: &other,
+            url: "https://host9.test/q",
+            first_seen: 0,
+        };
+        reader.replay(0, page, &pages[0].2).unwrap();
+        assert_eq!((reader.ids(), reader.index().pages()), (1, 0));
+        reader.save(&lone.join(STATE_FILE), &at).unwrap();
+        drop(reader);
+        let e = Shard::new(Index::open_dir(&lone, p.clone()).unwrap(), 1, 2)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("1 ids read"), "{e}");
         assert!(
             all.iter().any(|(_, v)| !v.is_empty()),
             "some pages voted for"

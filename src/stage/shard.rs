@@ -506,7 +506,12 @@ fn resume(
     }
     let positions = state.positions.clone();
     let index = Index::open_dir(dir, s.params.clone()).map_err(|e| fail(e.into()))?;
-    let shard = Shard::resume(index, s.shard, s.shards, state).map_err(|e| refuse(e.into()))?;
+    // refused for what it is (another shard's, another stamp, other ids): a parameter
+    // error; any other is the disk's (the ids read back), and the checkpoint is kept
+    let shard = Shard::resume(index, s.shard, s.shards, state).map_err(|e| match e {
+        crate::index::IndexError::Param(_) => refuse(e.into()),
+        e => fail(e.into()),
+    })?;
     Ok((shard, positions))
 }
 

@@ -2,9 +2,9 @@
 //! that every shard judges a repeated id alike ([`super::sharded::Judged::Repeated`]).
 //!
 //! Every shard reads every id, so what an id costs a shard bounds how far a sharded decider
-//! grows: a set of the ids' 128-bit hashes in memory took 26–39 bytes an id (16 bytes a
-//! slot, slots a half to seven eighths full, two tables while it doubles), 39 GB a shard at
-//! a billion pages, more than the pages a shard owns. So the hashes are kept on disk, in the
+//! grows: a set of the ids' 128-bit hashes in memory took 19–39 bytes an id (17 bytes a
+//! slot, slots seven sixteenths to seven eighths full; 39 measured across a doubling), up
+//! to 39 GB a shard at a billion pages, more than the pages a shard owns. So the hashes are kept on disk, in the
 //! `stage` family of the shard's index (the hash as 16 big-endian bytes, an empty value;
 //! [index layout](../../../docs/index-layout.md)), and in memory only a set of 32-bit
 //! fingerprints ([`IdSet`], 4 bytes a slot, at most three quarters full) that says in one or
@@ -44,9 +44,14 @@ const END: [u8; 17] = [0xff; 17];
 const WRITE_EVERY: usize = 65536;
 
 impl SeenIds {
-    /// The ids read that `index` holds (none in a new index).
-    pub(crate) fn open(index: &Index) -> Result<SeenIds, IndexError> {
-        let mut seen = SeenIds::default();
+    /// The ids read that `index` holds (none in a new index), in a set sized for `expected`
+    /// of them (a resumed shard's count: the set is not doubled again and again as they are
+    /// read back).
+    pub(crate) fn open(index: &Index, expected: u64) -> Result<SeenIds, IndexError> {
+        let mut seen = SeenIds {
+            fingerprints: IdSet::with_capacity(usize::try_from(expected).unwrap_or(0)),
+            ..SeenIds::default()
+        };
         index.store().scan(Column::Stage, &[], &END, &mut |k, _| {
             seen.fingerprints.insert(k);
             seen.len += 1;
@@ -117,7 +122,7 @@ mod tests {
         let n = 50_000;
         {
             let index = Index::open_dir(dir.path(), p.clone()).unwrap();
-            let mut seen = SeenIds::open(&index).unwrap();
+            let mut seen = SeenIds::open(&index, 0).unwrap();
             assert_eq!(seen.len(), 0);
             for i in 0..n {
                 assert!(seen.insert(&index, hash(i)).unwrap());
@@ -128,7 +133,7 @@ mod tests {
             index.flush().unwrap();
         }
         let index = Index::open_dir(dir.path(), p).unwrap();
-        let seen = SeenIds::open(&index).unwrap();
+        let seen = SeenIds::open(&index, 0).unwrap();
         assert_eq!(seen.len(), n);
         for i in 0..n {
             assert!(seen.contains(&index, hash(i)).unwrap(), "{i}");

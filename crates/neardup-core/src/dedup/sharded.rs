@@ -232,8 +232,9 @@ impl Default for CopyKey {
 }
 
 /// A 128-bit hash of an id: two hashes of it under two keys (the chance that two of a
-/// billion ids meet is about 10^-21). Kept in a shard's state file, which a build that
-/// hashes otherwise refuses ([`Shard::resume`]).
+/// billion ids meet is about 10^-21). Kept in a shard's index ([`super::seen`]); its
+/// state file holds the hash of a fixed id, so that a build that hashes otherwise refuses
+/// it ([`Shard::resume`]).
 fn id_hash(id: &str) -> u128 {
     use std::hash::{Hash, Hasher};
     let half = |key: u64| {
@@ -310,7 +311,7 @@ impl Shard {
                 index.pages()
             ));
         }
-        let seen = SeenIds::open(&index)?;
+        let seen = SeenIds::open(&index, 0)?;
         if seen.len() > 0 {
             return refuse(&format!(
                 "starts from an empty index ({} ids read in it): its software-text counts are \
@@ -368,7 +369,7 @@ impl Shard {
             return refuse("was written by a build that hashes ids or pages otherwise".into());
         }
         check(&index, me, shards)?;
-        let seen = SeenIds::open(&index)?;
+        let seen = SeenIds::open(&index, state.ids)?;
         if seen.len() != state.ids {
             return refuse(format!(
                 "counts {} ids read, and the index holds {}",
@@ -1290,6 +1291,11 @@ mod tests {
                 (resumed.copies(), resumed.pending(), resumed.ids()),
                 (copies, pending, ids)
             );
+            // the copy holds the ids read before the checkpoint, not those the shard read
+            // after it
+            let (index, seen) = (&resumed.index, &resumed.seen);
+            assert!(seen.contains(index, id_hash("p3")).unwrap());
+            assert!(!seen.contains(index, id_hash("p100")).unwrap());
             let tail = read_range(&mut resumed, 70..150);
             assert_eq!([head.clone(), tail].concat(), all);
             // an id read before the checkpoint, by this shard or not, is a repeat; one read

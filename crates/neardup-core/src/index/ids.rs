@@ -41,8 +41,7 @@ fn fingerprint(id: &[u8]) -> u32 {
 
 impl IdSet {
     /// An empty set sized for `n` ids.
-    #[cfg(test)]
-    fn with_capacity(n: usize) -> IdSet {
+    pub(crate) fn with_capacity(n: usize) -> IdSet {
         let mut s = IdSet::default();
         // at most three quarters full once `n` are in
         s.rebuild((n.max(1) * 4 / 3 + 1).next_power_of_two());

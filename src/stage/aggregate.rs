@@ -8,12 +8,14 @@
 //! Its state (every decision by id, and which pages were decided unique) is a function of
 //! what it read, in order: a start without a state file reads its inputs from their start,
 //! decides again without writing up to the signed offset its group committed, and writes
-//! from there. The state is written to `aggregator/` under the index directory
-//! ([`crate::dedup::shard_state::AggregatorState`]) at a clean stop and, as a checkpoint,
-//! after a commit every [`super::checkpoint::CHECKPOINT_EVERY`]; the next start takes up the last one written
-//! and reads on from the offsets it is of, deciding again without writing up to the
-//! committed offset, so that a killed aggregator reads back what came after its last
-//! checkpoint instead of its topics from their start.
+//! from there. The decisions are kept on disk, in a store in `aggregator/decisions/` under
+//! the index directory; the rest is written to a state file in `aggregator/`
+//! ([`crate::dedup::shard_state::AggregatorState`]), the store made durable first, at a clean
+//! stop and, as a checkpoint, after a commit every [`super::checkpoint::CHECKPOINT_EVERY`];
+//! the next start takes up the last one written with the store and reads on from the
+//! offsets it is of, deciding again without writing up to the committed offset, so that a
+//! killed aggregator reads back what came after its last checkpoint instead of its topics
+//! from their start.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -32,7 +34,7 @@ use super::lease::{Step, Turn};
 use super::link::Link;
 use super::settings::StageSettings;
 use crate::dedup::shard_state::{
-    names_all, offsets_of, AggregatorState, Position, AGGREGATOR_STATE_FILE,
+    names_all, offsets_of, AggregatorState, Position, AGGREGATOR_DECISIONS, AGGREGATOR_STATE_FILE,
 };
 use crate::dedup::sharded::{Aggregator, Judged, Vote};
 use crate::index::DecisionKind;
@@ -108,7 +110,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     // where the state file left off in each input (0: their start); a state past the
     // group's committed offset is not of this group's stream (a topic or the group made
     // again): the aggregator starts empty
-    let (aggregator, at) = match state {
+    let (resumed, at) = match state {
         Some((aggregator, positions)) => {
             let at = offsets_of(&positions, &parts);
             if at[0] > committed {
@@ -118,12 +120,26 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
                     "the aggregator's state file is past its group's committed offset: \
                      starting empty and reading the topics from their start"
                 );
-                (Aggregator::new(), vec![0; parts.len()])
+                (None, vec![0; parts.len()])
             } else {
-                (aggregator, at)
+                (Some(aggregator), at)
             }
         }
-        None => (Aggregator::new(), vec![0; parts.len()]),
+        None => (None, vec![0; parts.len()]),
+    };
+    let aggregator = match resumed {
+        Some(a) => a,
+        None => {
+            let store = dir.join(AGGREGATOR_DECISIONS);
+            Aggregator::create(&store).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot make the aggregator's store of decisions at {}: {e} (the \
+                     aggregator keeps every decision on disk, under --index: give it a \
+                     directory of its own that it can write)",
+                    store.display()
+                )
+            })?
+        }
     };
     link.assign_at(&parts, &at)?;
     info!(
@@ -188,7 +204,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             // what it decided past its last commit was fenced: a state file of it would be
             // refused, and the last checkpoint, of committed offsets, stays
             if next <= mine.max(committed) {
-                save_state(&dir, &a.aggregator, s, &q, next);
+                save_state(&dir, &mut a.aggregator, s, &q, next);
             }
             return Ok(a.counts);
         }
@@ -238,11 +254,11 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
             mine = next.max(committed);
             // a checkpoint is of offsets the group committed: `next` now is
             if ready && checkpoints.due() {
-                checkpoints.write(next, || save_state(&dir, &a.aggregator, s, &q, next));
+                checkpoints.write(next, || save_state(&dir, &mut a.aggregator, s, &q, next));
             }
         } else if !turn.writing() && ready && next <= committed && checkpoints.due() {
             // a follower decides up to the committed offset: where it is was committed
-            checkpoints.write(next, || save_state(&dir, &a.aggregator, s, &q, next));
+            checkpoints.write(next, || save_state(&dir, &mut a.aggregator, s, &q, next));
         }
     }
     health.draining.store(true, Ordering::Relaxed);
@@ -251,7 +267,7 @@ pub(super) fn run(s: &StageSettings, health: &Arc<Health>) -> Result<AggregateCo
     if turn.writing() && next > committed {
         link.commit(&q.offsets(signed_t, votes_t, next))?;
     }
-    save_state(&dir, &a.aggregator, s, &q, next);
+    save_state(&dir, &mut a.aggregator, s, &q, next);
     Ok(a.counts)
 }
 
@@ -285,7 +301,8 @@ fn take_state(
                 );
             }
             let positions = state.positions.clone();
-            Ok((Aggregator::resume(shards, state)?, positions))
+            let store = dir.join(AGGREGATOR_DECISIONS);
+            Ok((Aggregator::resume(shards, state, &store)?, positions))
         });
     match resumed {
         Ok((aggregator, positions)) => {
@@ -310,10 +327,10 @@ fn take_state(
 
 /// Writes the aggregator's state file as of `next` in the signed topic and, in each votes
 /// partition, the first record not joined yet, so that the next start takes up from there.
-/// The aggregator needs no directory: one it cannot write to is said and left.
+/// A state file it cannot write is said and left: the next start takes up the one before.
 fn save_state(
     dir: &Path,
-    aggregator: &Aggregator,
+    aggregator: &mut Aggregator,
     s: &StageSettings,
     q: &Queues,
     next: i64,
@@ -558,7 +575,7 @@ impl Agg<'_> {
             .extend(shards.iter().flat_map(|r| r.votes.iter().cloned()));
         let decision =
             self.aggregator
-                .decide(held.offset as u64, &page.doc_id, judged, self.votes.iter());
+                .decide(held.offset as u64, &page.doc_id, judged, self.votes.iter())?;
         let repeated = judged == Judged::Repeated;
         if !write {
             return Ok(());

@@ -669,6 +669,7 @@ pub fn kept_apart(
         .map(|_| KeptApart::SameHost)
 }
 
+mod decided;
 mod seen;
 pub mod shard_state;
 pub mod sharded;

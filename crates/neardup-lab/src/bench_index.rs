@@ -209,7 +209,8 @@ pub(crate) fn process_status_kib(pid: &str, field: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-fn dir_bytes(path: &Path) -> u64 {
+/// Bytes of the files under `path` (0 for a directory that cannot be read).
+pub(crate) fn dir_bytes(path: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(path) else {
         return 0;
     };

@@ -113,6 +113,9 @@ pub struct RoleBench {
     /// Started again after a clean stop: seconds until it was ready (its state read back
     /// from the topics up to its last commit).
     pub restart_seconds: f64,
+    /// Its directory after its clean stop, MiB (a shard's `shard-K-of-S/`, its checkpoint
+    /// left out; the aggregator's `aggregator/`: its store of decisions and its state file).
+    pub disk_mib: f64,
 }
 
 /// `--decider-only --shards S`: the roles of a sharded decider, one after the other.
@@ -1067,6 +1070,11 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
         let cpu = per(cpu_seconds(Some(d.child.id())), cpu0);
         let broker = per(a.broker_pid.and_then(|p| cpu_seconds(Some(p))), broker0);
         let peak_rss_mib = d.stop()?;
+        let role_dir = dir.path().join("unused").join(match is_shard {
+            true => format!("shard-{k}-of-{shards}"),
+            false => "aggregator".into(),
+        });
+        let disk_mib = crate::bench_index::dir_bytes(&role_dir) as f64 / (1 << 20) as f64;
         // started again: its state read back from the topics up to its last commit
         let log = dir.path().join(format!("role-{k}-again.log"));
         cmd.stderr(std::fs::File::create(&log)?);
@@ -1091,8 +1099,8 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
         again.stop()?;
         eprintln!(
             "  {name}: {fill} read ({fill_rate:.0} records/s, {fill_secs:.0} s), then {rate:.0} \
-             records/s over {left} ({secs:.1} s){}{}; peak RSS {peak_rss_mib:.0} MiB; started \
-             again, ready in {restart_seconds:.1} s",
+             records/s over {left} ({secs:.1} s){}{}; peak RSS {peak_rss_mib:.0} MiB; directory \
+             {disk_mib:.0} MiB; started again, ready in {restart_seconds:.1} s",
             cpu.map_or(String::new(), |c| format!(", {c:.3} ms CPU a record")),
             broker.map_or(String::new(), |c| format!(", the broker {c:.3} ms"))
         );
@@ -1103,6 +1111,7 @@ pub fn run_sharded(a: &BenchScaleoutArgs, shards: usize) -> Result<ShardedBench>
             broker_cpu_ms_per_record: broker,
             peak_rss_mib,
             restart_seconds,
+            disk_mib,
         });
     }
     drop(pinned);

@@ -225,7 +225,7 @@ pub fn run_one<P: std::borrow::Borrow<StreamPage>>(
         }
         // the aggregator
         let t = Instant::now();
-        let decision = aggregator.decide(i as u64, &p.id, judged[0], votes.iter().flatten());
+        let decision = aggregator.decide(i as u64, &p.id, judged[0], votes.iter().flatten())?;
         agg_ns += t.elapsed().as_nanos();
         let page_votes = votes.iter().map(|v| v.len() as u64).sum::<u64>();
         nvotes += page_votes;

@@ -41,7 +41,7 @@ const END: [u8; 17] = [0xff; 17];
 /// keys, inserted in order, costs a fraction of a write each (2M ids on one core, the
 /// store's compactions included: 4.9 µs an id written one at a time, 2.2 µs 4,096 at a
 /// time, 1.5–1.6 µs 65,536 at a time). They wait in a set of 16-byte hashes (about 2 MiB).
-const WRITE_EVERY: usize = 65536;
+pub(super) const WRITE_EVERY: usize = 65536;
 
 impl SeenIds {
     /// The ids read that `index` holds (none in a new index), in a set sized for `expected`

@@ -1,7 +1,8 @@
 //! The state files of a sharded decider's roles, written at a clean stop so that the next
 //! start takes up from where it stopped instead of reading the whole stream again: a shard's
 //! ([`ShardState`], what a [`super::sharded::Shard`] holds beside its index, written with the
-//! index's snapshots) and the aggregator's ([`AggregatorState`], every decision it keeps).
+//! index's snapshots) and the aggregator's ([`AggregatorState`], which pages it decided
+//! unique, beside its decisions on disk: [`super::decided`]).
 //!
 //! A shard's state is a function of the records read, in order: the signed pages (its index
 //! with the ids read, the software-text counts of every page, the copy keys) and the decisions
@@ -28,9 +29,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
-use crate::index::{Decision, DecisionKind, Found};
+use rustc_hash::FxHashSet;
 
 /// The state file's name, in the shard's index directory.
 pub const STATE_FILE: &str = "shard.state";
@@ -179,10 +178,6 @@ impl In {
         let mut b = [0u8; N];
         self.read(&mut b)?;
         Ok(b)
-    }
-
-    fn u8(&mut self) -> io::Result<u8> {
-        Ok(self.take::<1>()?[0])
     }
 
     fn u32(&mut self) -> io::Result<u32> {
@@ -347,54 +342,33 @@ impl ShardState {
 /// The aggregator's state file's name, in its directory.
 pub const AGGREGATOR_STATE_FILE: &str = "aggregator.state";
 
-const AGGREGATOR_MAGIC: &[u8; 8] = b"NDAGGR1\0";
+/// The directory of the aggregator's store of decisions, beside its state file
+/// ([`super::decided`]).
+pub const AGGREGATOR_DECISIONS: &str = "decisions";
 
-/// A decision the aggregator keeps: a duplicate's boxed, the others a byte.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Kept {
-    Unique,
-    Skipped,
-    Duplicate(Box<Decision>),
-}
+const AGGREGATOR_MAGIC: &[u8; 8] = b"NDAGGR2\0";
 
-impl Kept {
-    /// How a decision is kept.
-    pub fn of(d: Decision) -> Kept {
-        match d.kind {
-            DecisionKind::Unique => Kept::Unique,
-            DecisionKind::Skipped => Kept::Skipped,
-            DecisionKind::Duplicate => Kept::Duplicate(Box::new(d)),
-        }
-    }
-
-    /// The decision kept.
-    pub fn decision(&self) -> Decision {
-        match self {
-            Kept::Unique => Decision::plain(DecisionKind::Unique),
-            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
-            Kept::Duplicate(d) => (**d).clone(),
-        }
-    }
-}
-
-/// What the aggregator ([`super::sharded::Aggregator`]) holds, and what it is of.
+/// What the aggregator ([`super::sharded::Aggregator`]) holds beside its store of decisions
+/// ([`super::decided`]), and what it is of.
 ///
-/// Layout (version 1), little-endian: the magic `NDAGGR1\0`; shards (u32); the positions (as
+/// Layout (version 2), little-endian: the magic `NDAGGR2\0`; shards (u32); the positions (as
 /// in [`ShardState`]: the signed topic's first, then each votes partition's); the probe (u128:
 /// the id hash of a fixed id under this build's hashing); the unique bits (u64 count, then
 /// the words, u64 each: bit `pos` set when the page at stream position `pos` was decided
-/// unique); the decisions (u64 count, then each: the id hash u128, the kind u8 (0 unique, 1
-/// duplicate, 2 skipped) and for a duplicate the index that found it u8 (0 none, 1 alg.G,
-/// 2 alg.H, 3 SpotSigs, 4 sentences), flags u8 (bit 0 a similarity, bit 1 a Hamming
-/// distance), the canonical id and URL (each u32 length and bytes), the similarity f64 and
-/// the Hamming distance u32 when flagged); CRC-32 of everything before it, u32.
-#[derive(Clone, Debug, PartialEq)]
+/// unique); the stamp of the store of decisions (u128) and the count of decisions it held
+/// (u64); CRC-32 of everything before it, u32. Version 1 held every decision here: a file of
+/// it is refused as of another version, and the aggregator reads its topics again from their
+/// start.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AggregatorState {
     pub shards: u32,
     pub positions: Vec<Position>,
     pub probe: u128,
     pub unique: Vec<u64>,
-    pub decided: FxHashMap<u128, Kept>,
+    /// The stamp of the store of decisions the state is of.
+    pub stamp: u128,
+    /// The decisions that store held when the state was written.
+    pub written: u64,
 }
 
 impl AggregatorState {
@@ -408,7 +382,8 @@ impl AggregatorState {
                 positions: &self.positions,
                 probe: self.probe,
                 unique: &self.unique,
-                decided: &self.decided,
+                stamp: self.stamp,
+                written: self.written,
             },
         )
     }
@@ -422,46 +397,16 @@ impl AggregatorState {
         let probe = r.u128()?;
         let words = r.count(8, "the unique bits")?;
         let unique = (0..words).map(|_| r.u64()).collect::<io::Result<_>>()?;
-        let n = r.count(17, "the decisions")?;
-        let mut decided = FxHashMap::default();
-        decided.reserve(n as usize);
-        for _ in 0..n {
-            let h = r.u128()?;
-            let kept = match r.u8()? {
-                0 => Kept::Unique,
-                2 => Kept::Skipped,
-                1 => {
-                    let found_by = Found::of_code(r.u8()?)
-                        .map_err(|f| bad(format!("a decision found by index {f}")))?;
-                    let flags = r.u8()?;
-                    let canonical_id = Some(r.string()?).filter(|s| !s.is_empty());
-                    let canonical_url = Some(r.string()?).filter(|s| !s.is_empty());
-                    let similarity = if flags & 1 != 0 {
-                        Some(f64::from_le_bytes(r.take()?))
-                    } else {
-                        None
-                    };
-                    let hamming = if flags & 2 != 0 { Some(r.u32()?) } else { None };
-                    Kept::Duplicate(Box::new(Decision {
-                        kind: DecisionKind::Duplicate,
-                        canonical_id,
-                        canonical_url,
-                        similarity,
-                        hamming,
-                        found_by,
-                    }))
-                }
-                k => return Err(bad(format!("a decision of kind {k}"))),
-            };
-            decided.insert(h, kept);
-        }
+        let stamp = r.u128()?;
+        let written = r.u64()?;
         r.finish()?;
         Ok(AggregatorState {
             shards,
             positions,
             probe,
             unique,
-            decided,
+            stamp,
+            written,
         })
     }
 }
@@ -497,7 +442,8 @@ pub struct AggregatorParts<'a> {
     pub positions: &'a [Position],
     pub probe: u128,
     pub unique: &'a [u64],
-    pub decided: &'a FxHashMap<u128, Kept>,
+    pub stamp: u128,
+    pub written: u64,
 }
 
 /// Writes an aggregator state file (layout at [`AggregatorState`]) to `path`: a temporary
@@ -512,31 +458,8 @@ pub fn save_aggregator(path: &Path, s: AggregatorParts<'_>) -> io::Result<()> {
     for w in s.unique {
         out.put(&w.to_le_bytes())?;
     }
-    out.put(&(s.decided.len() as u64).to_le_bytes())?;
-    for (h, k) in s.decided {
-        out.put(&h.to_le_bytes())?;
-        let d = match k {
-            Kept::Unique => {
-                out.put(&[0])?;
-                continue;
-            }
-            Kept::Skipped => {
-                out.put(&[2])?;
-                continue;
-            }
-            Kept::Duplicate(d) => d,
-        };
-        let flags = u8::from(d.similarity.is_some()) | u8::from(d.hamming.is_some()) << 1;
-        out.put(&[1, Found::code(d.found_by), flags])?;
-        out.str(d.canonical_id.as_deref().unwrap_or(""))?;
-        out.str(d.canonical_url.as_deref().unwrap_or(""))?;
-        if let Some(sim) = d.similarity {
-            out.put(&sim.to_le_bytes())?;
-        }
-        if let Some(h) = d.hamming {
-            out.put(&h.to_le_bytes())?;
-        }
-    }
+    out.put(&s.stamp.to_le_bytes())?;
+    out.put(&s.written.to_le_bytes())?;
     out.finish()
 }
 

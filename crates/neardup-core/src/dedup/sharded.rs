@@ -59,11 +59,12 @@
 
 use std::path::Path;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
+use super::decided::{Decided, Kept};
 use super::seen::SeenIds;
 use super::shard_state::{
-    save_aggregator, save_shard, AggregatorParts, AggregatorState, Kept, Position, ShardParts,
+    save_aggregator, save_shard, AggregatorParts, AggregatorState, Position, ShardParts,
     ShardState, STATE_FILE,
 };
 use super::{found_at_any_prefix, Keys, PageRef, PairRule};
@@ -672,36 +673,56 @@ const AGGREGATOR_PROBE: &str = "neardup-aggregator-state-probe";
 /// The aggregator: decides each page from every shard's votes, in stream order, and keeps
 /// every decision by id.
 ///
-/// Memory: a bit a stream position (which pages were decided unique), and a decision by the
-/// 128-bit hash of its id (about 40 bytes a page, and the canonical page of a duplicate).
-#[derive(Default)]
+/// Memory: a bit a stream position (which pages were decided unique). The decisions are on
+/// disk, by the 128-bit hash of their ids ([`super::decided`]): only a repeated id reads one
+/// back.
 pub struct Aggregator {
     /// Bit `pos` set: the page at stream position `pos` was decided unique.
     unique: Vec<u64>,
     /// Every decision, by id hash.
-    decided: FxHashMap<u128, Kept>,
+    decided: Decided,
+}
+
+impl Default for Aggregator {
+    fn default() -> Self {
+        Aggregator::new()
+    }
 }
 
 impl Aggregator {
-    /// An aggregator that has decided nothing yet.
+    /// An aggregator that has decided nothing yet, its decisions kept in memory (a
+    /// simulation's, a test's).
     pub fn new() -> Aggregator {
-        Aggregator::default()
+        Aggregator {
+            unique: Vec::new(),
+            decided: Decided::memory(),
+        }
+    }
+
+    /// An aggregator that has decided nothing yet, its decisions kept in a new store at
+    /// `dir`, in place of whatever the directory held.
+    pub fn create(dir: &Path) -> Result<Aggregator, IndexError> {
+        Ok(Aggregator {
+            unique: Vec::new(),
+            decided: Decided::create(dir)?,
+        })
     }
 
     /// The decision of an id decided before: a repeated id gets it again.
-    pub fn repeated(&self, id: &str) -> Option<Decision> {
-        self.decided.get(&id_hash(id)).map(Kept::decision)
+    pub fn repeated(&self, id: &str) -> Result<Option<Decision>, IndexError> {
+        Ok(self.decided.get(id_hash(id))?.map(|k| k.decision()))
     }
 
-    /// Writes what this aggregator holds, as of the stream `positions`, to the state file
-    /// `path` ([`Aggregator::resume`] takes it up), and goes on deciding: the file is written
-    /// from its decisions themselves, a buffer at a time.
+    /// Writes every decision to its store, then what this aggregator holds beside them, as
+    /// of the stream `positions`, to the state file `path` ([`Aggregator::resume`] takes it
+    /// up with the store), and goes on deciding.
     pub fn save(
-        &self,
+        &mut self,
         shards: usize,
         positions: &[Position],
         path: &std::path::Path,
     ) -> std::io::Result<()> {
+        self.decided.sync().map_err(std::io::Error::other)?;
         save_aggregator(
             path,
             AggregatorParts {
@@ -709,15 +730,22 @@ impl Aggregator {
                 positions,
                 probe: id_hash(AGGREGATOR_PROBE),
                 unique: &self.unique,
-                decided: &self.decided,
+                stamp: self.decided.stamp(),
+                written: self.decided.len(),
             },
         )
     }
 
     /// The aggregator of `shards` shards as its state file left it (a clean stop's or a
-    /// checkpoint's), from `state` ([`Aggregator::save`]): refused, with the reason, when the state is of another shard
-    /// count or of a build that hashes ids otherwise.
-    pub fn resume(shards: usize, state: AggregatorState) -> Result<Aggregator, IndexError> {
+    /// checkpoint's), from `state` ([`Aggregator::save`]) and the store of decisions at
+    /// `dir`: refused, with the reason, when the state is of another shard count, of a build
+    /// that hashes ids otherwise, or of another store than `dir`'s (or one holding fewer
+    /// decisions than it counts).
+    pub fn resume(
+        shards: usize,
+        state: AggregatorState,
+        dir: &Path,
+    ) -> Result<Aggregator, IndexError> {
         let refuse =
             |why: String| Err(IndexParamError(format!("the aggregator's state file {why}")).into());
         if state.shards as usize != shards {
@@ -726,14 +754,18 @@ impl Aggregator {
         if state.probe != id_hash(AGGREGATOR_PROBE) {
             return refuse("was written by a build that hashes ids otherwise".into());
         }
+        let decided = Decided::open(dir)?;
+        if let Some(why) = decided.refuses(state.stamp, state.written) {
+            return refuse(why);
+        }
         Ok(Aggregator {
             unique: state.unique,
-            decided: state.decided,
+            decided,
         })
     }
 
-    /// Pages decided so far (distinct ids).
-    pub fn decided(&self) -> usize {
+    /// Decisions made so far (one made again after a restart counts again).
+    pub fn decided(&self) -> u64 {
         self.decided.len()
     }
 
@@ -765,15 +797,15 @@ impl Aggregator {
         id: &str,
         judged: Judged,
         votes: impl IntoIterator<Item = &'v Vote>,
-    ) -> Decision {
+    ) -> Result<Decision, IndexError> {
         if judged == Judged::Repeated {
-            if let Some(d) = self.repeated(id) {
-                return d;
+            if let Some(d) = self.repeated(id)? {
+                return Ok(d);
             }
         }
         let d = self.choose(pos, judged, votes);
-        self.decided.insert(id_hash(id), Kept::of(d.clone()));
-        d
+        self.decided.insert(id_hash(id), Kept::of(d.clone()))?;
+        Ok(d)
     }
 
     fn choose<'v>(
@@ -873,16 +905,20 @@ mod tests {
         let mut a = Aggregator::new();
         for pos in 0..4 {
             assert_eq!(
-                a.decide(pos, &format!("p{pos}"), Judged::Matched, &[]).kind,
+                a.decide(pos, &format!("p{pos}"), Judged::Matched, &[])
+                    .unwrap()
+                    .kind,
                 DecisionKind::Unique
             );
         }
         // a page not decided unique is no canonical page
-        let d = a.decide(4, "p4", Judged::Matched, &[v(9, 0.99, 0, 0)]);
+        let d = a
+            .decide(4, "p4", Judged::Matched, &[v(9, 0.99, 0, 0)])
+            .unwrap();
         assert_eq!(d.kind, DecisionKind::Unique);
         // the highest similarity, then the earliest position
         let votes = [v(3, 0.8, 0, 0), v(1, 0.9, 5, 0), v(2, 0.9, 1, 0)];
-        let d = a.decide(5, "p5", Judged::Matched, &votes);
+        let d = a.decide(5, "p5", Judged::Matched, &votes).unwrap();
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         assert_eq!(d.similarity, Some(0.9));
         // too little text of its own: the first probe that found one, then the earliest
@@ -893,27 +929,29 @@ mod tests {
             v(1, 0.7, 4, 1),
             v(0, 0.7, 9, 1),
         ];
-        let d = a.decide(6, "p6", Judged::OwnTextTooShort, &votes);
+        let d = a.decide(6, "p6", Judged::OwnTextTooShort, &votes).unwrap();
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         // skipped whatever the votes
-        let d = a.decide(7, "p7", Judged::Skipped, &votes);
+        let d = a.decide(7, "p7", Judged::Skipped, &votes).unwrap();
         assert_eq!(d.kind, DecisionKind::Skipped);
         // a repeated id gets its decision again
-        let again = a.repeated("p5").and_then(|d| d.canonical_id);
+        let again = a.repeated("p5").unwrap().and_then(|d| d.canonical_id);
         assert_eq!(again.as_deref(), Some("p1"));
         assert_eq!(
-            a.repeated("p0"),
+            a.repeated("p0").unwrap(),
             Some(Decision::plain(DecisionKind::Unique))
         );
         assert_eq!(
-            a.repeated("p7"),
+            a.repeated("p7").unwrap(),
             Some(Decision::plain(DecisionKind::Skipped))
         );
         // a repeat judged so by the shards gets it whatever the votes
-        let d = a.decide(9, "p5", Judged::Repeated, &[v(0, 1.0, 0, 0)]);
+        let d = a
+            .decide(9, "p5", Judged::Repeated, &[v(0, 1.0, 0, 0)])
+            .unwrap();
         assert_eq!(d.canonical_id.as_deref(), Some("p1"));
         assert_eq!(a.decided(), 8);
-        assert_eq!(a.repeated("p8"), None);
+        assert_eq!(a.repeated("p8").unwrap(), None);
     }
 
     /// An aggregator written to its state file and taken up from it decides on as the one
@@ -934,10 +972,12 @@ mod tests {
                 } else {
                     Judged::Matched
                 };
-                a.decide(pos, &format!("p{pos}"), judged, &votes);
+                a.decide(pos, &format!("p{pos}"), judged, &votes).unwrap();
             }
         };
-        let (mut a, mut stopped) = (Aggregator::new(), Aggregator::new());
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("decisions");
+        let (mut a, mut stopped) = (Aggregator::new(), Aggregator::create(&store).unwrap());
         fill(&mut a);
         fill(&mut stopped);
         let at = vec![Position {
@@ -945,7 +985,6 @@ mod tests {
             partition: 0,
             next: 70,
         }];
-        let dir = tempfile::tempdir().unwrap();
         let path = dir
             .path()
             .join(super::super::shard_state::AGGREGATOR_STATE_FILE);
@@ -955,6 +994,13 @@ mod tests {
             a.decided(),
             "a checkpoint keeps the aggregator's decisions"
         );
+        // it decides on past its state file and is killed after its store wrote them: the
+        // store is ahead of the state, and the pages past it are decided again alike
+        let on: Vec<Vote> = (0..70).map(|p| v(p, 0.7, 0, 0)).collect();
+        stopped.decide(70, "p70", Judged::Matched, &on).unwrap();
+        stopped.decide(71, "p71", Judged::Matched, &[]).unwrap();
+        stopped.decided.sync().unwrap();
+        drop(stopped);
         let state = AggregatorState::load(&path).unwrap();
         assert_eq!(state.positions, at);
         // the state read back writes the same state again
@@ -962,35 +1008,59 @@ mod tests {
         state.save(&again).unwrap();
         assert_eq!(AggregatorState::load(&again).unwrap(), state);
         assert!(
-            Aggregator::resume(3, state.clone()).is_err(),
+            Aggregator::resume(3, state.clone(), &store).is_err(),
             "another shard count"
         );
-        let mut b = Aggregator::resume(2, state).unwrap();
-        assert_eq!(b.decided(), a.decided());
+        let other = dir.path().join("other");
+        drop(Aggregator::create(&other).unwrap());
+        let e = Aggregator::resume(2, state.clone(), &other).err().unwrap();
+        assert!(e.to_string().contains("another store"), "{e}");
+        assert!(
+            Aggregator::resume(2, state.clone(), &dir.path().join("none")).is_err(),
+            "no store"
+        );
+        let mut b = Aggregator::resume(2, state, &store).unwrap();
+        assert_eq!(b.decided(), a.decided() + 2);
+        for (pos, id, votes) in [(70, "p70", &on[..]), (71, "p71", &[][..])] {
+            assert_eq!(
+                b.decide(pos, id, Judged::Matched, votes).unwrap(),
+                a.decide(pos, id, Judged::Matched, votes).unwrap(),
+                "{id}"
+            );
+        }
         for pos in 0..70 {
             let id = format!("p{pos}");
-            assert_eq!(b.repeated(&id), a.repeated(&id), "{id}");
+            assert_eq!(b.repeated(&id).unwrap(), a.repeated(&id).unwrap(), "{id}");
         }
         assert!(a
             .repeated("p1")
+            .unwrap()
             .is_some_and(|d| d.kind == DecisionKind::Duplicate));
         assert_eq!(
-            a.repeated("p66").map(|d| d.kind),
+            a.repeated("p66").unwrap().map(|d| d.kind),
             Some(DecisionKind::Skipped)
         );
-        // votes for every earlier page: only those decided unique can be chosen
-        let votes: Vec<Vote> = (0..70).map(|p| v(p, 0.9, 0, 0)).collect();
-        for (pos, id) in [(70, "p70"), (71, "p5")] {
-            let judged = if id == "p5" {
+        // votes for every earlier page (those decided again past the state among them):
+        // only those decided unique can be chosen; repeats of pages decided before the state
+        // and past it get their decisions
+        let votes: Vec<Vote> = (0..72).map(|p| v(p, 0.9, 0, 0)).collect();
+        for (pos, id) in [(72, "p72"), (73, "p5"), (74, "p70"), (75, "p71")] {
+            let judged = if pos > 72 {
                 Judged::Repeated
             } else {
                 Judged::Matched
             };
             assert_eq!(
-                b.decide(pos, id, judged, &votes),
-                a.decide(pos, id, judged, &votes)
+                b.decide(pos, id, judged, &votes).unwrap(),
+                a.decide(pos, id, judged, &votes).unwrap()
             );
         }
+        // the pages decided again past the state are marked as they were: p70 a duplicate,
+        // p71 unique
+        let late = [v(70, 0.95, 0, 0), v(71, 0.9, 0, 0)];
+        let d = b.decide(76, "p76", Judged::Matched, &late).unwrap();
+        assert_eq!(d.canonical_id.as_deref(), Some("p71"));
+        assert_eq!(d, a.decide(76, "p76", Judged::Matched, &late).unwrap());
     }
 
     /// A page of 60 sentences, signed with `p`'s settings.

@@ -165,6 +165,22 @@ impl RocksStore {
         Ok(store)
     }
 
+    /// Removes the database at `path` and the directory, once no process has it open (the
+    /// database's lock is taken first: refused while another process holds it).
+    pub fn destroy(path: &Path) -> Result<(), StoreError> {
+        if path.join("CURRENT").exists() {
+            DB::destroy(&options(), path)?;
+        }
+        // (the database's files gone, the directory may be too)
+        match std::fs::remove_dir_all(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StoreError::CreateDir {
+                path: path.to_path_buf(),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Writes a consistent copy of the database at `src` to the new directory `dst` (hard
     /// links for the table files where the file system allows). The contents at `src` are
     /// not changed.

@@ -22,7 +22,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use serde::Serialize;
 
 use crate::bench_stage::{
-    cpu_seconds, create_topics, load_lines, produce, settings, stop_when_answered, Loader, Reads,
+    cpu_seconds, create_topics, create_topics_with, load_lines, produce, settings,
+    stop_when_answered, Loader, Reads, UNREAD_KEPT,
 };
 use crate::config::Role;
 use crate::dedup::{Deduplicator, PageRef};
@@ -721,8 +722,10 @@ pub fn run_decider(a: &BenchScaleoutArgs) -> Result<DeciderBench> {
         a.guarantee.as_str()
     );
     let port = free_port()?;
-    create_topics(b, &[t("signed"), t("changelog")], 1)?;
-    create_topics(b, &[t("unique"), t("duplicate"), t("dead")], 3)?;
+    // the outputs and the changelog are not read back: kept to a size the disk holds
+    create_topics(b, &[t("signed")], 1)?;
+    create_topics_with(b, &[t("changelog")], 1, UNREAD_KEPT)?;
+    create_topics_with(b, &[t("unique"), t("duplicate"), t("dead")], 3, UNREAD_KEPT)?;
     // made and loaded a chunk at a time (the records of 10M pages are 18 GB); with a feed,
     // the measured records are sent at its rate once the index is filled
     let mut synth = SyntheticSigned::new(&params);

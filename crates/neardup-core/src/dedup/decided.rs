@@ -28,7 +28,7 @@
 //! after a restart the store would answer it; no vote ever names it, since a shard stores
 //! no repeat, so no later decision reads that mark.
 
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::path::Path;
 
 use rustc_hash::FxHashMap;
@@ -57,9 +57,24 @@ impl Kept {
     /// The decision kept.
     pub(crate) fn decision(&self) -> Decision {
         match self {
-            Kept::Unique => Decision::plain(DecisionKind::Unique),
-            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
             Kept::Duplicate(d) => (**d).clone(),
+            _ => self.plain(),
+        }
+    }
+
+    /// The decision kept, taken out (a decision read back from the store: no copy of a
+    /// duplicate's ids and URL).
+    pub(crate) fn into_decision(self) -> Decision {
+        match self {
+            Kept::Duplicate(d) => *d,
+            _ => self.plain(),
+        }
+    }
+
+    fn plain(&self) -> Decision {
+        match self {
+            Kept::Skipped => Decision::plain(DecisionKind::Skipped),
+            _ => Decision::plain(DecisionKind::Unique),
         }
     }
 
@@ -169,20 +184,16 @@ impl std::fmt::Debug for Decided {
     }
 }
 
-/// A stamp no other store has: the process's random hash keys, the time and the process id.
+/// A random u64: a value hashed under the standard library's random hash keys, which each
+/// thread draws from the operating system once and steps for every later draw (so two
+/// draws differ, and no other process draws the same).
+pub(super) fn random_u64() -> u64 {
+    std::hash::RandomState::new().hash_one(0x6b65_7973u64)
+}
+
+/// A stamp no other store has: two random halves.
 fn new_stamp() -> u128 {
-    let half = |salt: u64| {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u64(salt);
-        h.write_u32(std::process::id());
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        h.finish()
-    };
-    u128::from(half(1)) << 64 | u128::from(half(2))
+    u128::from(random_u64()) << 64 | u128::from(random_u64())
 }
 
 impl Decided {
@@ -258,14 +269,14 @@ impl Decided {
     }
 
     /// The decision kept for the id of hash `h`.
-    pub(crate) fn get(&self, h: u128) -> Result<Option<Kept>, StoreError> {
+    pub(crate) fn get(&self, h: u128) -> Result<Option<Decision>, StoreError> {
         if let Some(k) = self.unwritten.get(&h) {
-            return Ok(Some(k.clone()));
+            return Ok(Some(k.decision()));
         }
         match self.store.get(Column::Stage, &h.to_be_bytes())? {
             None => Ok(None),
             Some(v) => Kept::decode(&v)
-                .map(Some)
+                .map(|k| Some(k.into_decision()))
                 .map_err(|e| StoreError::Corrupt(format!("the decision of id hash {h:032x}: {e}"))),
         }
     }
@@ -364,7 +375,7 @@ mod tests {
             for i in 0..n {
                 d.insert(hash(i), kept(i)).unwrap();
                 if i % 1000 == 0 {
-                    assert_eq!(d.get(hash(i)).unwrap(), Some(kept(i)));
+                    assert_eq!(d.get(hash(i)).unwrap(), Some(kept(i).decision()));
                 }
             }
             assert_eq!(d.len(), n);
@@ -375,7 +386,7 @@ mod tests {
         let d = Decided::open(&at).unwrap();
         assert_eq!((d.stamp(), d.len()), (stamp, n));
         for i in 0..n {
-            assert_eq!(d.get(hash(i)).unwrap(), Some(kept(i)), "{i}");
+            assert_eq!(d.get(hash(i)).unwrap(), Some(kept(i).decision()), "{i}");
             assert_eq!(d.get(hash(n + i)).unwrap(), None, "{}", n + i);
         }
         assert_eq!(d.refuses(stamp, n), None);
@@ -383,7 +394,7 @@ mod tests {
         assert!(d.refuses(stamp ^ 1, n).is_some(), "another store");
         // not made again while it is open (here, or in another process)
         assert!(Decided::create(&at).is_err());
-        assert_eq!(d.get(hash(5)).unwrap(), Some(kept(5)));
+        assert_eq!(d.get(hash(5)).unwrap(), Some(kept(5).decision()));
         drop(d);
         // made again: empty, another stamp
         let d = Decided::create(&at).unwrap();

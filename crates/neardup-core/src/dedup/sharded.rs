@@ -61,7 +61,7 @@ use std::path::Path;
 
 use rustc_hash::FxHashSet;
 
-use super::decided::{Decided, Kept};
+use super::decided::{random_u64, Decided, Kept};
 use super::seen::SeenIds;
 use super::shard_state::{
     save_aggregator, save_shard, AggregatorParts, AggregatorState, Position, ShardParts,
@@ -197,10 +197,8 @@ pub struct CopyKey {
 impl CopyKey {
     /// Keys under two random seeds.
     pub fn new() -> CopyKey {
-        use std::hash::BuildHasher;
-        let draw = || std::hash::RandomState::new().hash_one(0x6b65_7973u64);
         CopyKey {
-            seeds: [draw(), draw()],
+            seeds: [random_u64(), random_u64()],
         }
     }
 
@@ -710,7 +708,7 @@ impl Aggregator {
 
     /// The decision of an id decided before: a repeated id gets it again.
     pub fn repeated(&self, id: &str) -> Result<Option<Decision>, IndexError> {
-        Ok(self.decided.get(id_hash(id))?.map(|k| k.decision()))
+        Ok(self.decided.get(id_hash(id))?)
     }
 
     /// Writes every decision to its store, then what this aggregator holds beside them, as

@@ -8,8 +8,10 @@
 //! the lookup to RocksDB as before, so a decision never depends on it. It must therefore
 //! hold the fingerprint of every id the index stores: it is filled from the `ids` family
 //! when the index opens and on every [`super::Index::put`]. Removed documents keep their
-//! fingerprints until the next open (a lookup of such an id goes to RocksDB, which says
-//! it is gone).
+//! fingerprints until the set is filled again (a lookup of such an id goes to RocksDB,
+//! which says it is gone): at the next open, or once the fingerprints number more than
+//! twice the ids stored, so that a window or a cap, which removes pages for as long as the
+//! process runs, keeps the set the size of the pages it keeps.
 //!
 //! Open addressing with linear probing over `u32` slots (0 is empty), at most three
 //! quarters full; the slot is taken from the fingerprint, so doubling re-places the
@@ -104,8 +106,7 @@ impl IdSet {
     }
 
     /// Distinct fingerprints held.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 

@@ -466,7 +466,8 @@ impl Index {
         Ok(reader::find_id(self.store.as_ref(), id)?.map(|(_, rec)| rec))
     }
 
-    /// Fills the set of ids' fingerprints from the `ids` family (opening the index).
+    /// Fills the set of ids' fingerprints from the `ids` family (opening the index, or
+    /// again once removed ids fill most of it).
     fn fill_ids(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
         let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u64, false);
         // ids are UTF-8, which never holds the byte 0xff
@@ -602,6 +603,30 @@ impl Index {
         Ok(())
     }
 
+    /// Takes removed unique documents (number, record) out of the fingerprint tables, one at
+    /// a time, and out of the lists, all at once ([`Lists::remove_many`]).
+    pub(super) fn forget(&mut self, docs: &[&(u64, DocRecord)]) {
+        if let Some(t) = self.tables.as_mut() {
+            for (num, rec) in docs {
+                t.remove(&rec.fingerprint, *num);
+            }
+        }
+        if let Some(l) = self.lists.as_mut() {
+            let min_signatures = self.params.min_signatures as usize;
+            let sets: Vec<Vec<u32>> = docs
+                .iter()
+                .map(|(_, rec)| rec.listed_sigs(min_signatures).hashes().collect())
+                .collect();
+            let refs: Vec<(&[u32], u64)> = sets
+                .iter()
+                .zip(docs)
+                .map(|(s, (num, _))| (s.as_slice(), *num))
+                .collect();
+            l.remove_many(&refs);
+            self.last_query.clear();
+        }
+    }
+
     /// Stores a decided document in one atomic batch: its record, its id and, for a unique
     /// document, its index entries. Returns its internal number.
     pub fn put(&mut self, rec: &DocRecord) -> Result<u64, IndexError> {
@@ -628,7 +653,7 @@ impl Index {
         b.put(Column::Docs, &num.to_be_bytes(), &bytes);
         b.put(Column::Ids, rec.id.as_bytes(), &num.to_be_bytes());
         b.put(Column::Meta, META_NEXT_DOC, &(num + 1).to_be_bytes());
-        if unique && self.lists.is_some() && num > lists::MAX_DOC {
+        if unique && self.lists.as_ref().is_some_and(|l| !l.can_hold(num)) {
             return Err(IndexParamError(lists::DocTooLarge(num).to_string()).into());
         }
         let marked = mark.filter(|position| self.stage_mark(&mut b, position, num, &rec.id));

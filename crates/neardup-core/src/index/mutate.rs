@@ -11,6 +11,7 @@ use super::changes::Mutation;
 use super::docs::{Decision, DecisionKind, DocRecord};
 use super::error::IndexError;
 use super::format::{new_epoch, META_LISTS_EPOCH};
+use super::ids::IdSet;
 use super::store::{Batch, Column};
 use super::Index;
 
@@ -234,6 +235,32 @@ impl Index {
         Ok(())
     }
 
+    /// Removes these documents (number, record) from the store, in one write, with their
+    /// stored index entries and their ids (unless decided again since).
+    fn remove_stored(&mut self, chunk: &[(u64, DocRecord)]) -> Result<(), IndexError> {
+        let mut b = Batch::default();
+        let mut removed_ids = Vec::new();
+        for (num, rec) in chunk {
+            if rec.decision.kind == DecisionKind::Unique {
+                self.index_entries(&mut b, rec, *num, false)?;
+            }
+            b.delete(Column::Docs, &num.to_be_bytes());
+            // the id may since have been re-decided under a newer number
+            if let Some(cur) = self.store.get(Column::Ids, rec.id.as_bytes())? {
+                if cur == num.to_be_bytes() {
+                    b.delete(Column::Ids, rec.id.as_bytes());
+                    removed_ids.push(rec.id.clone());
+                }
+            }
+        }
+        self.store.write(b)?;
+        self.pages = self.pages.saturating_sub(removed_ids.len() as u64);
+        if let Some(j) = self.journal.as_mut() {
+            j.extend(removed_ids.into_iter().map(|id| Mutation::Delete { id }));
+        }
+        Ok(())
+    }
+
     /// Removes these documents (number, record) with their index entries.
     fn remove(&mut self, docs: Vec<(u64, DocRecord)>) -> Result<u64, IndexError> {
         let n = docs.len() as u64;
@@ -248,35 +275,35 @@ impl Index {
             self.fresh_epoch(paths, &mut b)?;
             self.store.write(b)?;
         }
+        // the store a chunk at a time; the memory once, for the chunks the store took (many
+        // documents leave the lists in one pass over them)
+        let mut written = 0;
+        let mut failed = None;
         for chunk in docs.chunks(256) {
-            let mut b = Batch::default();
-            let mut removed_ids = Vec::new();
-            for (num, rec) in chunk {
-                if rec.decision.kind == DecisionKind::Unique {
-                    self.index_entries(&mut b, rec, *num, false)?;
-                }
-                b.delete(Column::Docs, &num.to_be_bytes());
-                // the id may since have been re-decided under a newer number
-                if let Some(cur) = self.store.get(Column::Ids, rec.id.as_bytes())? {
-                    if cur == num.to_be_bytes() {
-                        b.delete(Column::Ids, rec.id.as_bytes());
-                        removed_ids.push(rec.id.clone());
-                    }
+            match self.remove_stored(chunk) {
+                Ok(()) => written += chunk.len(),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
                 }
             }
-            self.store.write(b)?;
-            for (num, rec) in chunk {
-                if rec.decision.kind == DecisionKind::Unique {
-                    self.memory_entries(rec, *num, false)?;
-                }
-            }
-            self.pages = self.pages.saturating_sub(removed_ids.len() as u64);
-            if let Some(j) = self.journal.as_mut() {
-                j.extend(removed_ids.into_iter().map(|id| Mutation::Delete { id }));
-            }
+        }
+        let listed: Vec<&(u64, DocRecord)> = docs[..written]
+            .iter()
+            .filter(|(_, rec)| rec.decision.kind == DecisionKind::Unique)
+            .collect();
+        self.forget(&listed);
+        if let Some(e) = failed {
+            return Err(e);
         }
         if n > 0 && self.freq.is_some() {
             self.recount_freq()?;
+        }
+        // the fingerprints of the removed ids stay in the set until it is filled again:
+        // once they are as many as the ids stored, it is filled from the ids that stay
+        if n > 0 && self.ids.len() as u64 > 2 * self.pages + 65_536 {
+            self.ids = IdSet::with_capacity(self.pages as usize);
+            self.fill_ids(&std::sync::atomic::AtomicBool::new(false))?;
         }
         // counted again from the documents that stay, once, before the counts are next used
         self.software_stale |= counted && self.software.is_some();

@@ -698,6 +698,64 @@ fn every_stored_id_is_found_after_puts_and_a_reopen() {
     }
 }
 
+/// An index that removes its oldest pages for as long as it runs (a cap, a window) keeps
+/// the ids' fingerprints and the lists' lengths the size of the pages it holds, not of
+/// every page it ever decided: the set is filled again from the ids that stay once removed
+/// ids fill most of it, and the lengths span the numbers of the pages listed. Kept pages
+/// are found (by id and as candidates), removed ones are not.
+#[test]
+fn a_capped_index_stays_the_size_of_the_pages_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
+    let keep = 10_000u64;
+    let n = 150_000u32;
+    let sigs = |i: u32| -> Vec<u32> { (0..12).map(|j| i * 16 + j).collect() };
+    let mut most_ids = 0;
+    let mut lists_bytes = Vec::new();
+    for i in 0..n {
+        let kind = if i % 5 == 0 {
+            DecisionKind::Duplicate
+        } else {
+            DecisionKind::Unique
+        };
+        idx.put(&rec(&format!("d{i}"), i64::from(i), kind, sigs(i), 7))
+            .unwrap();
+        // 6,000 pages of 12 signatures: many entries, removed in one pass over the lists
+        if idx.pages() > keep + 6_000 {
+            idx.trim_oldest(keep).unwrap();
+        }
+        most_ids = most_ids.max(idx.ids.len());
+        if i % 30_000 == 29_999 {
+            lists_bytes.push(idx.lists.as_ref().unwrap().stats().memory_bytes);
+        }
+    }
+    assert!(
+        most_ids as u64 <= 2 * (keep + 6_000) + 65_536 + 1,
+        "{most_ids} fingerprints for at most {} pages",
+        keep + 6_000
+    );
+    // the lengths (4 bytes a number) do not grow with the numbers given out: 120,000
+    // decisions after the first 30,000, the lists take no more memory than then
+    let (first, last) = (lists_bytes[0], *lists_bytes.last().unwrap());
+    assert!(last <= first + 64 * 1024, "lists {first} → {last} bytes");
+    let (mut found, mut scratch) = (Vec::new(), lists::QueryScratch::default());
+    for i in (n - 2_000)..n {
+        assert!(idx.find_id(&format!("d{i}")).unwrap().is_some(), "d{i}");
+        if i % 5 != 0 {
+            let lists = idx.lists.as_ref().unwrap();
+            lists.query(&sigs(i), &mut found, &mut scratch);
+            let num = reader::find_id(idx.store.as_ref(), &format!("d{i}"))
+                .unwrap()
+                .unwrap()
+                .0;
+            assert_eq!(found, vec![num], "d{i}");
+        }
+    }
+    for i in (0..50_000).step_by(997) {
+        assert!(idx.find_id(&format!("d{i}")).unwrap().is_none(), "d{i}");
+    }
+}
+
 /// alg.G's and alg.H's tables come back from the `fingerprints` family when the index is
 /// reopened, and an index of format 5 (tables on disk) gets that family from its records.
 #[test]

@@ -86,8 +86,9 @@ use shard::Shard;
 
 /// Tolerance used when rounding `τ·n` and `n / τ`.
 pub const EPSILON: f64 = 1e-9;
-/// The largest document number the lists can hold.
-pub const MAX_DOC: u64 = u32::MAX as u64 - 1;
+/// The most document numbers the lists span at once, from the oldest page listed to the
+/// newest: the lists keep a number's low 32 bits, read back from the span's start.
+pub const MAX_SPAN: u64 = u32::MAX as u64 - 1;
 /// Signatures looked up together (see [`Lists::visit`]).
 const GROUP: usize = 32;
 
@@ -146,7 +147,11 @@ pub struct QueryScratch {
 
 /// A document number that the lists cannot hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("document number {0} exceeds the largest the lists hold ({MAX_DOC})")]
+#[error(
+    "document number {0} is too far from the oldest page the lists hold: they span at most \
+     {MAX_SPAN} numbers (every page decided takes one; a retention window or a page cap keeps \
+     the span to the pages kept)"
+)]
 pub struct DocTooLarge(pub u64);
 
 /// In-memory inverted lists over index-side prefixes, for Jaccard threshold τ.
@@ -159,8 +164,14 @@ pub struct Lists {
     presence: Presence,
     /// Which signatures can have an entry outside their shard's base (few lists do).
     recent: Recent,
-    /// Set length of each indexed document by number (0: not in the lists).
+    /// Set length of each document by its number less `base` (0: not in the lists): they
+    /// span the numbers of the pages listed, not every number given out, so a window or a
+    /// cap that removes the oldest pages keeps them bounded.
     lens: Vec<u32>,
+    /// The document number of `lens[0]`.
+    base: u64,
+    /// Leading slots of `lens` known to be 0 (removed pages, dropped once they are many).
+    lead: usize,
     postings: u64,
     documents: u64,
     order: Vec<(u32, u32)>,
@@ -182,6 +193,8 @@ impl Lists {
             presence: Presence::default(),
             recent: Recent::for_presence(presence::MIN_BITS),
             lens: Vec::new(),
+            base: 0,
+            lead: 0,
             postings: 0,
             documents: 0,
             order: Vec::new(),
@@ -387,7 +400,7 @@ impl Lists {
         doc: u64,
     ) -> Result<(), DocTooLarge> {
         debug_assert!(sigs.windows(2).all(|w| w[0] < w[1]), "unsorted signatures");
-        if doc > MAX_DOC {
+        if !self.can_hold(doc) {
             return Err(DocTooLarge(doc));
         }
         if sigs.is_empty() {
@@ -423,25 +436,147 @@ impl Lists {
         }
         self.order = order;
         self.grow_presence();
-        let at = doc as usize;
-        if self.lens.len() <= at {
-            self.lens.resize(at + 1, 0);
-        }
+        let at = self.place(doc);
         self.lens[at] = len_u32(sigs.len());
         self.documents += 1;
         Ok(())
     }
 
-    /// Removes document `doc` (signature set `sigs`) from every list that holds it.
-    pub fn remove(&mut self, sigs: &[u32], doc: u64) {
-        if doc > MAX_DOC || self.lens.get(doc as usize).is_none_or(|&n| n == 0) {
+    /// Whether document `doc` can be entered: the numbers from the oldest listed to the
+    /// newest, `doc` among them, span at most [`MAX_SPAN`].
+    pub fn can_hold(&self, doc: u64) -> bool {
+        if self.documents == 0 {
+            return true;
+        }
+        let first = self.base.min(doc);
+        let last = (self.base + self.lens.len() as u64)
+            .saturating_sub(1)
+            .max(doc);
+        last - first <= MAX_SPAN
+    }
+
+    /// The slot of `doc` in `lens` (which [`Lists::can_hold`]), made if it is past either end.
+    fn place(&mut self, doc: u64) -> usize {
+        if self.documents == 0 {
+            // nothing listed: the span starts again here
+            self.lens.clear();
+            self.base = doc;
+            self.lead = 0;
+        }
+        if doc < self.base {
+            // a page older than the oldest listed (entered out of order)
+            let more = (self.base - doc) as usize;
+            self.lens.splice(0..0, std::iter::repeat_n(0, more));
+            self.base = doc;
+            self.lead = 0;
+        }
+        let at = (doc - self.base) as usize;
+        if self.lens.len() <= at {
+            self.lens.resize(at + 1, 0);
+        }
+        self.lead = self.lead.min(at);
+        at
+    }
+
+    /// The slot in `lens` of the document whose low 32 bits the lists keep as `d`.
+    #[inline]
+    fn slot(&self, d: u32) -> usize {
+        d.wrapping_sub(self.base as u32) as usize
+    }
+
+    /// Drops the leading slots of removed pages once they are a quarter of `lens` (a
+    /// window or a cap removes the oldest pages first): each slot is passed once, and the
+    /// copy of the rest is paid for by the quarter dropped.
+    fn drop_front(&mut self) {
+        if self.documents == 0 {
+            self.lens = Vec::new();
+            self.lead = 0;
             return;
         }
+        while self.lead < self.lens.len() && self.lens[self.lead] == 0 {
+            self.lead += 1;
+        }
+        if self.lead >= 1024 && self.lead * 4 >= self.lens.len() {
+            self.lens.drain(..self.lead);
+            self.base += self.lead as u64;
+            self.lead = 0;
+            if self.lens.capacity() > 2 * self.lens.len() {
+                self.lens.shrink_to(self.lens.len() + self.lens.len() / 2);
+            }
+        }
+    }
+
+    /// Removes document `doc` (signature set `sigs`) from every list that holds it.
+    pub fn remove(&mut self, sigs: &[u32], doc: u64) {
+        let Some(at) = doc
+            .checked_sub(self.base)
+            .and_then(|at| usize::try_from(at).ok())
+            .filter(|&at| self.lens.get(at).is_some_and(|&n| n > 0))
+        else {
+            return;
+        };
         for &s in sigs {
+            // the low 32 bits, as entered
             self.pull(s, doc as u32);
         }
-        self.lens[doc as usize] = 0;
+        self.lens[at] = 0;
         self.documents -= 1;
+        self.drop_front();
+    }
+
+    /// Removes documents (signature set, number) from every list that holds them, as
+    /// [`Lists::remove`] does one at a time. Many at once (a window's or a cap's sweep: a
+    /// twentieth of the pages) pass over the shards once, each rebuilt without them, where
+    /// one at a time rebuilds a shard's run for every entry (at 2M pages a cap's sweep took
+    /// most of the decider's time so).
+    pub fn remove_many(&mut self, docs: &[(&[u32], u64)]) {
+        let entries: usize = docs.iter().map(|(s, _)| s.len()).sum();
+        if entries < 1 << SHARD_BITS {
+            for &(sigs, doc) in docs {
+                self.remove(sigs, doc);
+            }
+            return;
+        }
+        // a length of 0 is a page not listed: the entries of those set to 0 now go
+        let mut removed = 0;
+        for &(_, doc) in docs {
+            let at = doc
+                .checked_sub(self.base)
+                .and_then(|a| usize::try_from(a).ok());
+            if let Some(n) = at.and_then(|at| self.lens.get_mut(at)).filter(|n| **n > 0) {
+                *n = 0;
+                removed += 1;
+            }
+        }
+        if removed == 0 {
+            return;
+        }
+        let Lists {
+            shards,
+            recent,
+            lens,
+            base,
+            presence,
+            ..
+        } = self;
+        let (lens, base32) = (&*lens, *base as u32);
+        let mut gone = 0;
+        // set again from the entries that stay, in place (a second map would be as large)
+        presence.clear_all();
+        for (h, sh) in shards.iter_mut().enumerate() {
+            let n = sh.retain(|d| lens[d.wrapping_sub(base32) as usize] > 0);
+            if n > 0 {
+                // every entry left is in the base
+                recent.clear_shard(h);
+                gone += n as u64;
+            }
+            for s in sh.signatures(h) {
+                presence.set(s);
+            }
+        }
+        self.postings -= gone;
+        self.documents -= removed;
+        self.drop_front();
     }
 
     /// Collects the candidate documents for signature set `sigs` (sorted, distinct): every
@@ -475,14 +610,15 @@ impl Lists {
         // (document, its set length) for every entry met; the length's line is asked for
         // at once and read in a pass of its own
         let lens = &self.lens;
+        let base = self.base as u32;
         self.visit(sigs, |i, d| {
             counts[i] += 1;
             met.push((d, 0));
-            prefetch(lens.as_ptr().wrapping_add(d as usize));
+            prefetch(lens.as_ptr().wrapping_add(d.wrapping_sub(base) as usize));
         });
         // the lengths read in one pass of their own, so that their misses overlap
         for m in met.iter_mut() {
-            m.1 = self.lens[m.0 as usize];
+            m.1 = self.lens[self.slot(m.0)];
         }
         for &(d, n) in met.iter() {
             if n >= lo && n <= hi {
@@ -490,9 +626,10 @@ impl Lists {
             }
         }
         for (&d, &h) in hits.iter() {
-            let ny = self.lens[d as usize] as usize;
+            let at = self.slot(d);
+            let ny = self.lens[at] as usize;
             if h >= self.required_hits(sigs.len(), ny) {
-                out.push(u64::from(d));
+                out.push(self.base + at as u64);
             }
         }
         out.sort_unstable();

@@ -148,6 +148,12 @@ impl Presence {
         self.ones -= u64::from(self.map.clear(sig));
     }
 
+    /// Clears every bit, the map keeping its size (to be set again from the entries).
+    pub(crate) fn clear_all(&mut self) {
+        self.map.words_mut().fill(0);
+        self.ones = 0;
+    }
+
     /// The inclusive range of signatures that share `sig`'s bit.
     pub(crate) fn group(&self, sig: u32) -> (u32, u32) {
         let free = 32 - self.bits();

@@ -150,7 +150,6 @@ impl Run {
     }
 
     /// A run of the entries `(lo[i], doc[i])` (the same length).
-    #[cfg(test)]
     fn from_parts(lo: &[u16], doc: &[u32]) -> Run {
         debug_assert_eq!(lo.len(), doc.len());
         Run::build(lo.len(), |l, d| {
@@ -603,6 +602,34 @@ impl Shard {
         found
     }
 
+    /// Keeps the entries whose document `keep` says to keep, every one in a new base (the
+    /// shard left as it was when all are kept); how many went. Many removals rebuild the
+    /// runs once here, where [`Shard::pull`] rebuilds a run for every entry.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(u32) -> bool) -> usize {
+        if self.len() == 0 {
+            return 0;
+        }
+        let kept = self.with_entries(|lo, doc| {
+            let (mut l, mut d) = (Vec::new(), Vec::new());
+            for (&k, &x) in lo.iter().zip(doc) {
+                if keep(x) {
+                    l.push(k);
+                    d.push(x);
+                }
+            }
+            (l.len() < lo.len()).then(|| Run::from_parts(&l, &d))
+        });
+        let Some(base) = kept else {
+            return 0;
+        };
+        let gone = self.len() - base.len();
+        self.base = base;
+        self.mid = Run::default();
+        self.buf_len = 0;
+        self.set_fences();
+        gone
+    }
+
     pub(super) fn len(&self) -> usize {
         self.base.len() + self.mid.len() + usize::from(self.buf_len)
     }
@@ -750,6 +777,33 @@ mod tests {
             let want: Vec<u32> = (0..n).filter(|&i| lo[i as usize] == key).collect();
             assert_eq!(got, want, "key {key}");
         }
+    }
+
+    #[test]
+    fn retain_keeps_the_entries_asked_for_in_one_base() {
+        let mut s = Shard::default();
+        for i in 0..1_000u32 {
+            s.push((i * 7919 % 65_536) as u16, i);
+        }
+        let before = entries(&s);
+        assert!(
+            s.mid.len() + usize::from(s.buf_len) > 0,
+            "entries outside the base"
+        );
+        assert_eq!(s.retain(|_| true), 0);
+        assert_eq!(entries(&s), before);
+        assert_eq!(s.retain(|d| d % 3 != 0), 334);
+        let expect: Vec<(u16, u32)> = before.into_iter().filter(|&(_, d)| d % 3 != 0).collect();
+        assert_eq!(entries(&s), expect);
+        assert_eq!((s.mid.len(), s.buf_len, s.base.len()), (0, 0, 666));
+        assert!(fences_hold(&s));
+        for &(k, d) in &expect {
+            let mut got = Vec::new();
+            s.for_each(k, false, &mut |x| got.push(x));
+            assert!(got.contains(&d));
+        }
+        assert_eq!(s.retain(|_| false), 666);
+        assert_eq!(s.len(), 0);
     }
 
     #[test]

@@ -2,23 +2,24 @@
 //! instead of rebuilding them from every stored signature set (a query a document: minutes
 //! at ten million documents).
 //!
-//! # File layout, version 1 (all integers little-endian)
+//! # File layout, version 2 (all integers little-endian)
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `NDLISTS\0` |
-//! | 4 | version, 1 |
+//! | 4 | version, 2 |
 //! | 8 | τ as the bits of an IEEE 754 double |
 //! | 1 | count filter: 1 for the Jaccard measure, 0 for the weighted one |
 //! | 8 | epoch of the index (`meta/lists_epoch`) the lists were taken from |
 //! | 8 | `next_doc` of the index when taken: the lists hold every unique document below it |
 //! | 8 | postings, 8 documents |
 //! | 4 | bits of the presence map |
-//! | 8 + 4·n | n, then the set length of documents 0 … n−1 (0: not in the lists) |
-//! | 65,536 × (4 + 6·k) | per shard: k, then k low 16-bit halves of signatures, then k document numbers (u32), sorted by (low half, document) |
+//! | 8 + 8 + 4·n | n, the first document number b, then the set length of documents b … b+n−1 (0: not in the lists) |
+//! | 65,536 × (4 + 6·k) | per shard: k, then k low 16-bit halves of signatures, then the low 32 bits of k document numbers, sorted by (low half, those bits) |
 //! | 4 | CRC-32 of every byte before it |
 //!
 //! The presence map is not stored: it is set again from the entries as they are read.
+//! Version 1 had no b: its lengths start at document 0, and it is read as such.
 //!
 //! A snapshot is only a cache of what the `docs` family holds. It is used when its τ and
 //! filter match, its epoch equals the index's (the epoch changes whenever documents are
@@ -37,7 +38,7 @@ use super::{presence, Lists, Presence, Recent, Shard};
 
 const MAGIC: &[u8; 8] = b"NDLISTS\0";
 /// Version of the snapshot layout.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Values converted a chunk at a time.
 const CHUNK: usize = 1 << 14;
 
@@ -195,6 +196,7 @@ impl Lists {
         w.put(&self.documents.to_le_bytes())?;
         w.put(&self.presence.bits().to_le_bytes())?;
         w.put(&(self.lens.len() as u64).to_le_bytes())?;
+        w.put(&self.base.to_le_bytes())?;
         put_values(&mut w, &self.lens, &mut buf)?;
         for sh in &self.shards {
             sh.with_entries(|lo, doc| {
@@ -235,9 +237,9 @@ impl Lists {
             return Err(invalid("not a lists snapshot"));
         }
         let version = r.u32()?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(invalid(format!(
-                "snapshot version {version}, this build reads {VERSION}"
+                "snapshot version {version}, this build reads 1 to {VERSION}"
             )));
         }
         let file_tau = f64::from_bits(r.u64()?);
@@ -259,12 +261,15 @@ impl Lists {
             return Err(invalid(format!("presence map of {bits} bits")));
         }
         let n = usize::try_from(r.u64()?).map_err(|_| invalid("lengths"))?;
-        if n as u64 > super::MAX_DOC + 1 {
+        if n as u64 > super::MAX_SPAN + 1 {
             return Err(invalid("more documents than the lists hold"));
         }
+        // version 1 gave the lengths from document 0
+        let base = if version >= 2 { r.u64()? } else { 0 };
         let mut buf = Vec::with_capacity(CHUNK * 4);
         let mut lists = Lists::new(tau, count_filter).map_err(|e| invalid(e.to_string()))?;
         r.values(n, &mut lists.lens, &mut buf)?;
+        lists.base = base;
         let mut presence = Presence::with_bits(bits);
         let mut total = 0u64;
         for (h, sh) in lists.shards.iter_mut().enumerate() {
@@ -285,7 +290,11 @@ impl Lists {
                 .windows(2)
                 .zip(doc.windows(2))
                 .all(|(l, d)| (l[0], d[0]) < (l[1], d[1]));
-            if !sorted || doc.iter().any(|&d| d as usize >= n) {
+            if !sorted
+                || doc
+                    .iter()
+                    .any(|&d| d.wrapping_sub(base as u32) as usize >= n)
+            {
                 return Err(invalid(format!("shard {h} out of order")));
             }
             let top = (h as u32) << (32 - SHARD_BITS);

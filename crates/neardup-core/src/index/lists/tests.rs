@@ -332,10 +332,134 @@ fn parameters() {
     assert!(Lists::new(1.01, true).is_err());
     assert!(Lists::new(f64::NAN, true).is_err());
     let mut lists = Lists::new(0.5, true).unwrap();
+    lists.insert(&[1], 7).unwrap();
     assert_eq!(
-        lists.insert(&[1], MAX_DOC + 1),
-        Err(DocTooLarge(MAX_DOC + 1))
+        lists.insert(&[2], 7 + MAX_SPAN + 1),
+        Err(DocTooLarge(7 + MAX_SPAN + 1))
     );
+    lists.insert(&[2], 7 + MAX_SPAN).unwrap();
+}
+
+/// The lists keep the low 32 bits of a document number and the lengths of the pages
+/// between the oldest listed and the newest: under a window that removes the oldest pages
+/// the numbers go past 2^32 and the lengths stay the size of the window. Every query
+/// answers as brute force does, with the full numbers, across snapshots.
+#[test]
+fn numbers_past_32_bits_under_a_window_and_lengths_bounded() {
+    let tau = 0.5;
+    let window = 3_000u64;
+    let mut lists = Lists::new(tau, true).unwrap();
+    // xorshift: the pages are the same at every run
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 32) as u32
+    };
+    // a few stories, each page a near-copy of one, so that queries find pages
+    let stories: Vec<Vec<u32>> = (0..40)
+        .map(|_| {
+            let mut v: Vec<u32> = (0..30).map(|_| next()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut page = || {
+        let mut v = stories[next() as usize % stories.len()].clone();
+        for x in v.iter_mut() {
+            if next() % 100 < 15 {
+                *x = next();
+            }
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let start = (1u64 << 32) - 5_000;
+    let mut held: std::collections::VecDeque<(u64, Vec<u32>)> = Default::default();
+    let mut most_slots = 0;
+    let mut scratch = QueryScratch::default();
+    let mut out = Vec::new();
+    for k in 0..12_000u64 {
+        // every third number is a page that is not listed (a duplicate's, a skipped page's)
+        let doc = start + 3 * k;
+        let sigs = page();
+        if k % 500 == 0 {
+            lists.query(&sigs, &mut out, &mut scratch);
+            let mut expect: Vec<u64> = held
+                .iter()
+                .filter(|(_, y)| jaccard(&sigs, y) >= tau)
+                .map(|&(d, _)| d)
+                .collect();
+            expect.sort_unstable();
+            assert!(
+                expect.iter().all(|d| out.binary_search(d).is_ok()),
+                "page {k}: {expect:?} not all among {out:?}"
+            );
+            assert!(out.iter().all(|d| held.iter().any(|(h, _)| h == d)));
+        }
+        lists.insert(&sigs, doc).unwrap();
+        held.push_back((doc, sigs));
+        if k < 6_000 {
+            // a window's sweep of a few pages: one at a time
+            while held.len() as u64 > window {
+                let (d, s) = held.pop_front().unwrap();
+                lists.remove(&s, d);
+            }
+        } else if held.len() as u64 > window + 2_500 {
+            // a cap's sweep: thousands at once, in one pass over the shards
+            let gone: Vec<(u64, Vec<u32>)> = held.drain(..held.len() - window as usize).collect();
+            let refs: Vec<(&[u32], u64)> = gone.iter().map(|(d, s)| (s.as_slice(), *d)).collect();
+            let postings = lists.postings;
+            lists.remove_many(&refs);
+            assert!(lists.postings < postings);
+            assert_eq!(lists.documents, held.len() as u64);
+            assert_recent_exact(&lists);
+            let total: usize = lists.shards.iter().map(|sh| sh.len()).sum();
+            assert_eq!(total as u64, lists.postings);
+            for (h, sh) in lists.shards.iter().enumerate() {
+                for s in sh.signatures(h) {
+                    assert!(lists.presence.may_contain(s), "listed {s:#x} not present");
+                }
+            }
+        }
+        most_slots = most_slots.max(lists.lens.len());
+        if k == 6_000 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("lists");
+            let stamp = snapshot::Stamp {
+                epoch: 1,
+                next_doc: doc + 1,
+            };
+            lists.save(&path, stamp).unwrap();
+            let (back, _) = Lists::load(&path, tau, true).unwrap();
+            assert_eq!((back.base, back.lens.len()), (lists.base, lists.lens.len()));
+            lists = back;
+        }
+    }
+    assert!(
+        lists.base > 1 << 32,
+        "the oldest page listed is past 2^32: {}",
+        lists.base
+    );
+    // the pages held span 3 numbers each; a quarter more before the front is dropped
+    assert!(
+        most_slots <= 3 * (window as usize + 2_500) * 5 / 4 + 1024,
+        "{most_slots} slots"
+    );
+    for (d, s) in held.drain(..) {
+        lists.remove(&s, d);
+    }
+    assert_eq!(
+        (lists.documents, lists.postings, lists.lens.len()),
+        (0, 0, 0)
+    );
+    // the span starts again with the next page
+    lists.insert(&[5, 9], 1 << 40).unwrap();
+    lists.query(&[5, 9], &mut out, &mut scratch);
+    assert_eq!(out, vec![1 << 40]);
 }
 
 /// Every signature with an entry in a middle run or a buffer has its bit set in the map of
@@ -422,4 +546,54 @@ fn runs_merge_and_lookups_skip_only_what_is_in_no_run() {
         }
     }
     assert_recent_exact(&loaded);
+}
+
+/// A snapshot of the layout before the lengths' first number (version 1: lengths from
+/// document 0) is read as one whose lengths start at 0, so an upgrade does not enter the
+/// lists again from every document.
+#[test]
+fn a_version_1_snapshot_is_read_with_lengths_from_document_0() {
+    let mut lists = Lists::new(0.5, true).unwrap();
+    for d in 0..200u64 {
+        let sigs: Vec<u32> = (0..20).map(|j| (d as u32 / 4) * 1_000 + j).collect();
+        lists.insert(&sigs, d).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lists");
+    let stamp = snapshot::Stamp {
+        epoch: 3,
+        next_doc: 200,
+    };
+    lists.save(&path, stamp).unwrap();
+    // version 1: the same bytes without the first number (8 bytes after n), version 1, and
+    // its own checksum
+    let v2 = std::fs::read(&path).unwrap();
+    let at = 8 + 4 + 8 + 1 + 8 + 8 + 8 + 8 + 4 + 8;
+    assert_eq!(v2[at..at + 8], 0u64.to_le_bytes());
+    let mut v1 = [&v2[..at], &v2[at + 8..v2.len() - 4]].concat();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32fast::hash(&v1);
+    v1.extend_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &v1).unwrap();
+    let (back, got) = Lists::load(&path, 0.5, true).unwrap();
+    assert_eq!(got, stamp);
+    assert_eq!(
+        (back.base, back.lens.len(), back.postings),
+        (0, 200, lists.postings)
+    );
+    let (mut a, mut b, mut scratch) = (Vec::new(), Vec::new(), QueryScratch::default());
+    for d in 0..50u32 {
+        let q: Vec<u32> = (0..20).map(|j| d * 1_000 + j).collect();
+        lists.query(&q, &mut a, &mut scratch);
+        back.query(&q, &mut b, &mut scratch);
+        assert_eq!(a, b);
+        assert_eq!(
+            a,
+            (4 * u64::from(d)..4 * u64::from(d) + 4).collect::<Vec<_>>()
+        );
+    }
+    // a later version is refused
+    v1[8..12].copy_from_slice(&9u32.to_le_bytes());
+    std::fs::write(&path, &v1).unwrap();
+    assert!(Lists::load(&path, 0.5, true).is_err());
 }

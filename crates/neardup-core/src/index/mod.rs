@@ -468,8 +468,11 @@ impl Index {
 
     /// Fills the set of ids' fingerprints from the `ids` family (opening the index, or
     /// again once removed ids fill most of it).
+    /// The set is made aside and taken only once every id is in it: a scan that fails
+    /// leaves the set as it was (it must hold every stored id).
     fn fill_ids(&mut self, stop: &AtomicBool) -> Result<(), IndexError> {
-        let (ids, mut seen, mut interrupted) = (&mut self.ids, 0u64, false);
+        let mut fresh = ids::IdSet::with_capacity(self.pages as usize);
+        let (ids, mut seen, mut interrupted) = (&mut fresh, 0u64, false);
         // ids are UTF-8, which never holds the byte 0xff
         self.store.scan(Column::Ids, &[], &[0xff], &mut |k, _| {
             seen += 1;
@@ -483,6 +486,7 @@ impl Index {
         if interrupted {
             return Err(IndexError::Interrupted);
         }
+        self.ids = fresh;
         self.pages = seen;
         Ok(())
     }

@@ -11,7 +11,6 @@ use super::changes::Mutation;
 use super::docs::{Decision, DecisionKind, DocRecord};
 use super::error::IndexError;
 use super::format::{new_epoch, META_LISTS_EPOCH};
-use super::ids::IdSet;
 use super::store::{Batch, Column};
 use super::Index;
 
@@ -302,7 +301,6 @@ impl Index {
         // the fingerprints of the removed ids stay in the set until it is filled again:
         // once they are as many as the ids stored, it is filled from the ids that stay
         if n > 0 && self.ids.len() as u64 > 2 * self.pages + 65_536 {
-            self.ids = IdSet::with_capacity(self.pages as usize);
             self.fill_ids(&std::sync::atomic::AtomicBool::new(false))?;
         }
         // counted again from the documents that stay, once, before the counts are next used

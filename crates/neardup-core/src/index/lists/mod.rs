@@ -242,7 +242,8 @@ impl Lists {
         overlap.saturating_sub(left_out).max(1)
     }
 
-    /// Calls `f` with every document in the list of `sig` (in no particular order).
+    /// Calls `f` with the low 32 bits of every document number in the list of `sig` (in no
+    /// particular order).
     #[inline]
     pub fn for_each(&self, sig: u32, mut f: impl FnMut(u32)) {
         if self.presence.may_contain(sig) {
@@ -564,7 +565,10 @@ impl Lists {
         // set again from the entries that stay, in place (a second map would be as large)
         presence.clear_all();
         for (h, sh) in shards.iter_mut().enumerate() {
-            let n = sh.retain(|d| lens[d.wrapping_sub(base32) as usize] > 0);
+            let n = sh.retain(|d| {
+                lens.get(d.wrapping_sub(base32) as usize)
+                    .is_some_and(|&n| n > 0)
+            });
             if n > 0 {
                 // every entry left is in the base
                 recent.clear_shard(h);
@@ -618,7 +622,7 @@ impl Lists {
         });
         // the lengths read in one pass of their own, so that their misses overlap
         for m in met.iter_mut() {
-            m.1 = self.lens[self.slot(m.0)];
+            m.1 = self.lens.get(self.slot(m.0)).copied().unwrap_or(0);
         }
         for &(d, n) in met.iter() {
             if n >= lo && n <= hi {
@@ -627,7 +631,7 @@ impl Lists {
         }
         for (&d, &h) in hits.iter() {
             let at = self.slot(d);
-            let ny = self.lens[at] as usize;
+            let ny = self.lens.get(at).copied().unwrap_or(0) as usize;
             if h >= self.required_hits(sigs.len(), ny) {
                 out.push(self.base + at as u64);
             }

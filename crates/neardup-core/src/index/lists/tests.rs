@@ -333,11 +333,14 @@ fn parameters() {
     assert!(Lists::new(f64::NAN, true).is_err());
     let mut lists = Lists::new(0.5, true).unwrap();
     lists.insert(&[1], 7).unwrap();
+    // the span's limit, asked without entering a page there (its lengths would take 16 GiB)
+    assert!(lists.can_hold(7 + MAX_SPAN));
+    assert!(!lists.can_hold(7 + MAX_SPAN + 1));
     assert_eq!(
         lists.insert(&[2], 7 + MAX_SPAN + 1),
         Err(DocTooLarge(7 + MAX_SPAN + 1))
     );
-    lists.insert(&[2], 7 + MAX_SPAN).unwrap();
+    assert_eq!(lists.documents, 1);
 }
 
 /// The lists keep the low 32 bits of a document number and the lengths of the pages

@@ -224,7 +224,8 @@ pub struct DetectOptions {
     /// host template text): true or false [default: false]
     #[arg(long, env = "NEARDUP_FREQUENCIES", num_args = 0..=1, default_missing_value = "true")]
     pub frequencies: Option<bool>,
-    /// Remove index entries first seen longer ago than this, e.g. 7d (default: keep)
+    /// Remove index entries first seen longer ago than this, e.g. 7d, a twentieth of it at a
+    /// time (default: keep)
     #[arg(long, env = "NEARDUP_RETENTION", value_parser = parse_duration)]
     #[serde(default, deserialize_with = "de_duration")]
     pub retention: Option<Duration>,

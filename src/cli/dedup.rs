@@ -310,7 +310,7 @@ pub fn run(args: DedupArgs, file: &FileConfig) -> Result<Summary> {
     })?;
 
     if let Some(r) = &mut retention {
-        s.expired += r.sweep(dedup.index_mut())?;
+        s.expired += r.finish(dedup.index_mut())?;
     }
     unique_out.flush()?;
     if let Some(w) = &mut dup_out {

@@ -425,17 +425,23 @@ pub fn found_at_any_prefix(
 /// newest page decided so far ([`Index::expire`](crate::index::Index::expire)), and, past a
 /// cap on the pages held, the oldest pages ([`Index::trim_oldest`](crate::index::Index::trim_oldest)).
 ///
-/// The cap bounds the memory an index needs whatever the crawl sends it. A sweep that finds
-/// the index over its cap trims it to [`Retention::TRIM_TO`] of the cap, so that the costs
-/// paid per sweep that removes anything (the counts of software text made again from the
-/// pages that stay, the lists' snapshot no longer of use) are paid once per twentieth of the
-/// cap, not once per sweep.
+/// The cap bounds the memory an index needs whatever the crawl sends it. The costs paid per
+/// sweep that removes anything (the counts of software text made again from the pages that
+/// stay, a pass over every list entry when the pages removed are many, the lists' snapshot
+/// no longer of use) grow with the pages held, not with the pages removed, so both remove a
+/// twentieth at a time: a sweep that finds the index over its cap trims it to
+/// [`Retention::TRIM_TO`] of the cap, and the window's cutoff is moved on once it has
+/// advanced by a twentieth of the window ([`Retention::STEP`]) since it last was. A page
+/// then stays at most a twentieth of the window longer than the window (as a capped index
+/// holds up to a twentieth more than 95 % of its cap).
 #[derive(Debug, Clone)]
 pub struct Retention {
     window: Option<i64>,
     max_pages: Option<u64>,
     newest: i64,
     since: u64,
+    /// The cutoff of the last removal by the window (none yet: `i64::MIN`).
+    cutoff: i64,
 }
 
 impl Retention {
@@ -445,6 +451,9 @@ impl Retention {
     /// The share of the cap a trimmed index keeps (95 %).
     pub const TRIM_TO: f64 = 0.95;
 
+    /// The share of the window the cutoff advances by before the window removes again.
+    pub const STEP: f64 = 1.0 - Self::TRIM_TO;
+
     /// A schedule for a window of `window` and a cap of `max_pages`; none when neither is
     /// set.
     pub fn new(window: Option<std::time::Duration>, max_pages: Option<u64>) -> Option<Retention> {
@@ -453,6 +462,7 @@ impl Retention {
             max_pages,
             newest: i64::MIN,
             since: 0,
+            cutoff: i64::MIN,
         })
     }
 
@@ -467,14 +477,28 @@ impl Retention {
         self.since >= Self::EVERY
     }
 
-    /// Removes what the window leaves out (nothing before any page was decided), then, if
-    /// the index holds more pages than the cap, its oldest pages down to
-    /// [`Retention::TRIM_TO`] of the cap; returns how many documents went.
+    /// The sweep at the end of a run: as [`Retention::sweep`], the window removing all it
+    /// leaves out however little its cutoff advanced, so that the index a run leaves holds
+    /// nothing first seen longer than the window before its newest page.
+    pub fn finish(&mut self, index: &mut crate::index::Index) -> Result<u64, IndexError> {
+        self.cutoff = i64::MIN;
+        self.sweep(index)
+    }
+
+    /// Removes what the window leaves out once its cutoff has advanced by
+    /// [`Retention::STEP`] of it (at the first sweep after any page was decided, whatever
+    /// it advanced), then, if the index holds more pages than the cap, its oldest pages
+    /// down to [`Retention::TRIM_TO`] of the cap; returns how many documents went.
     pub fn sweep(&mut self, index: &mut crate::index::Index) -> Result<u64, IndexError> {
         self.since = 0;
         let mut removed = 0;
         if let (Some(window), true) = (self.window, self.newest != i64::MIN) {
-            removed += index.expire(self.newest.saturating_sub(window))?;
+            let cutoff = self.newest.saturating_sub(window);
+            let step = (window as f64 * Self::STEP) as i64;
+            if self.cutoff == i64::MIN || cutoff >= self.cutoff.saturating_add(step.max(1)) {
+                removed += index.expire(cutoff)?;
+                self.cutoff = cutoff;
+            }
         }
         if let Some(max) = self.max_pages.filter(|&m| index.pages() > m) {
             removed += index.trim_oldest((max as f64 * Self::TRIM_TO) as u64)?;

@@ -3,29 +3,19 @@
 //! They skip with a message when the corpus is absent, and assert the counts they expect.
 
 use std::hint::black_box;
-use std::io::BufRead;
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use neardup::signature::{
     fingerprint, group, similarity_at_least, spotsigs, Measure, SignatureConfig, Signer, SpotParams,
 };
 use neardup::text::{strip, StripMode, StripOptions, Tokens};
-use neardup_lab::bench::floor_pass;
+use neardup_lab::bench::{bench_corpus, floor_pass};
 
 const PAGES: usize = 300;
 
 fn corpus() -> Option<Vec<(String, Option<String>)>> {
-    let path = std::env::var_os("NEARDUP_BENCH_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("../shared/data/goldstyle-dev.jsonl.gz"));
-    let Ok(file) = std::fs::File::open(&path) else {
-        eprintln!("bench skipped: corpus {} not found", path.display());
-        return None;
-    };
-    let reader = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file));
     let mut out = Vec::new();
-    for line in reader.lines().take(PAGES) {
+    for line in bench_corpus()?.take(PAGES) {
         let v: serde_json::Value = serde_json::from_str(&line.expect("corpus line")).expect("json");
         let html = v["html"].as_str().expect("html").to_string();
         let cluster = v["cluster"].as_str().map(String::from);

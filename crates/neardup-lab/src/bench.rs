@@ -113,6 +113,21 @@ pub struct Row {
     pub mb_per_second: f64,
 }
 
+/// The lines of the corpus the criterion benches read: `NEARDUP_BENCH_CORPUS`, else the dev
+/// corpus (`../shared/data/goldstyle-dev.jsonl.gz`); `None`, with a message, when it is
+/// absent (the benches then skip).
+pub fn bench_corpus() -> Option<impl Iterator<Item = std::io::Result<String>>> {
+    use std::io::BufRead;
+    let path = std::env::var_os("NEARDUP_BENCH_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/data/goldstyle-dev.jsonl.gz"));
+    let Ok(file) = std::fs::File::open(&path) else {
+        eprintln!("bench skipped: corpus {} not found", path.display());
+        return None;
+    };
+    Some(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)).lines())
+}
+
 /// One pass over the bytes that only separates tags from text (no entities, no parsing):
 /// the floor every real stripper is compared with. Returns the text bytes.
 pub fn floor_pass(html: &str) -> usize {

@@ -468,6 +468,20 @@ fn short_pages_match_other_hosts_only() {
     }
 }
 
+/// Decides page `id` (its HTML `html`) first seen at `seen` and tells the schedule `r`.
+fn decide_at(d: &mut Deduplicator, r: &mut Retention, id: &str, html: &str, seen: i64) {
+    d.process(
+        PageRef {
+            id,
+            url: id,
+            first_seen: seen,
+        },
+        html,
+    )
+    .unwrap();
+    r.decided(seen);
+}
+
 /// The retention schedule: a sweep is due every 10,000 decided pages and removes the pages
 /// first seen longer than the window before the newest.
 #[test]
@@ -476,16 +490,7 @@ fn retention_sweeps_every_ten_thousand_pages_behind_the_newest() {
     let mut r = Retention::new(Some(std::time::Duration::from_secs(100)), None).unwrap();
     assert_eq!(r.sweep(d.index_mut()).unwrap(), 0, "nothing decided yet");
     for (id, html, seen) in [("old", RIVER, 1_000), ("new", SCHOOL, 1_150)] {
-        d.process(
-            PageRef {
-                id,
-                url: id,
-                first_seen: seen,
-            },
-            html,
-        )
-        .unwrap();
-        r.decided(seen);
+        decide_at(&mut d, &mut r, id, html, seen);
     }
     assert!(!r.due());
     for _ in 2..Retention::EVERY {
@@ -500,6 +505,36 @@ fn retention_sweeps_every_ten_thousand_pages_behind_the_newest() {
     assert!(!r.due());
     assert!(d.index().find_id("old").unwrap().is_none());
     assert!(d.index().find_id("new").unwrap().is_some());
+}
+
+/// The window removes a twentieth of itself at a time: once it removed, a sweep removes
+/// again only when its cutoff has advanced by [`Retention::STEP`] of the window, so a page
+/// first seen just before the cutoff stays until then.
+#[test]
+fn the_window_removes_once_its_cutoff_advanced_a_twentieth_of_it() {
+    let mut d = Deduplicator::new(Index::memory(IndexParams::default()).unwrap()).unwrap();
+    let mut r = Retention::new(Some(std::time::Duration::from_secs(100)), None).unwrap();
+    decide_at(&mut d, &mut r, "old", RIVER, 1_000);
+    decide_at(&mut d, &mut r, "mid", SCHOOL, 1_052);
+    decide_at(&mut d, &mut r, "new", MARKET, 1_150);
+    // the first sweep removes at once: the cutoff 1,050 leaves "mid"
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 1);
+    // newest 1,154: the cutoff 1,054 is past "mid" but 4 s on, under 5 s (a twentieth)
+    r.decided(1_154);
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 0);
+    assert!(d.index().find_id("mid").unwrap().is_some());
+    // newest 1,155: the cutoff has advanced by a twentieth of the window
+    r.decided(1_155);
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 1);
+    assert!(d.index().find_id("mid").unwrap().is_none());
+    assert!(d.index().find_id("new").unwrap().is_some());
+    // the end of a run removes all the window leaves out, however little it advanced
+    // (a page first seen 1,050 comes late; newest 1,159: 4 s on from 1,055)
+    decide_at(&mut d, &mut r, "late", RIVER_B, 1_050);
+    r.decided(1_159);
+    assert_eq!(r.sweep(d.index_mut()).unwrap(), 0);
+    assert_eq!(r.finish(d.index_mut()).unwrap(), 1);
+    assert!(d.index().find_id("late").unwrap().is_none());
 }
 
 /// The page cap: a sweep that finds more pages than the cap removes the oldest (the

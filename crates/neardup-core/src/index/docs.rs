@@ -449,6 +449,57 @@ impl DocRecord {
         }
     }
 
+    /// Decodes only the time a stored record was first seen (what a window's sweep asks of
+    /// every record it reads).
+    pub fn decode_first_seen(bytes: &[u8]) -> Result<i64, IndexError> {
+        let mut r = Reader { b: bytes, at: 0 };
+        r.head()?;
+        r.first_seen()
+    }
+
+    /// Decodes only what the software-text counts take of a record ([`super::software`]):
+    /// its URL and the first 64 bits of its fingerprint, and its short blocks into `blocks`
+    /// (cleared first). The signatures are passed over, not collected: a recount after a
+    /// sweep reads every stored record, and their decoding was most of its time.
+    pub fn decode_counted<'a>(
+        bytes: &'a [u8],
+        blocks: &mut Vec<u32>,
+    ) -> Result<(&'a str, u64), IndexError> {
+        blocks.clear();
+        let mut r = Reader { b: bytes, at: 0 };
+        let head = r.head()?;
+        r.first_seen()?;
+        let words = r.u8()? as usize;
+        let fp = r.take(8 * words)?;
+        let fp64 = fp
+            .get(..8)
+            .map_or(0, |w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        r.skip_sigs()?;
+        r.str_ref()?;
+        let url = r.str_ref()?;
+        r.str_ref()?;
+        r.str_ref()?;
+        if head.flags & 1 != 0 {
+            r.take(8)?;
+        }
+        if head.flags & 2 != 0 {
+            r.varint()?;
+        }
+        if head.flags & 4 != 0 {
+            r.skip_sigs()?;
+            r.skip_sigs()?;
+        }
+        if head.flags & 8 != 0 {
+            let n = r.u8()? as usize;
+            r.take(n * 4)?;
+        }
+        r.take(8 * usize::from(head.flags & 16 != 0) + 8 * usize::from(head.flags & 32 != 0))?;
+        if head.flags & 64 != 0 {
+            r.sigs(&mut |h, _| blocks.push(h))?;
+        }
+        Ok((url, fp64))
+    }
+
     /// Decodes a record; any inconsistency is an error, never a panic.
     pub fn decode(bytes: &[u8]) -> Result<DocRecord, IndexError> {
         let mut r = Reader { b: bytes, at: 0 };
@@ -598,8 +649,8 @@ struct Reader<'a> {
     at: usize,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], IndexError> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.b.len());
         let end = end.ok_or_else(|| IndexError::Corrupt("doc record cut short".into()))?;
         let s = &self.b[self.at..end];
@@ -675,6 +726,17 @@ impl Reader<'_> {
 
     /// Decodes the signatures, calling `each(hash, freq)` in ascending order.
     fn sigs(&mut self, each: &mut dyn FnMut(u32, u32)) -> Result<(), IndexError> {
+        self.walk_sigs(Some(each))
+    }
+
+    /// Passes over the signatures, checked as [`Reader::sigs`] checks them, collecting
+    /// nothing. (What follows them in a record is read by [`DocRecord::decode_counted`] only
+    /// as far as it needs: it checks less of a record than [`DocRecord::decode`].)
+    fn skip_sigs(&mut self) -> Result<(), IndexError> {
+        self.walk_sigs(None)
+    }
+
+    fn walk_sigs(&mut self, mut each: Option<&mut dyn FnMut(u32, u32)>) -> Result<(), IndexError> {
         let n = self.varint()?;
         if n == 0 {
             return Ok(());
@@ -704,7 +766,11 @@ impl Reader<'_> {
         };
         let mut bit = 0usize;
         let mut prev = 0u64;
-        let mut flagged: Vec<(u32, bool)> = Vec::with_capacity(n as usize);
+        // passed over, only the count of those with a frequency is kept
+        let collect = each.is_some();
+        let mut flagged: Vec<(u32, bool)> =
+            Vec::with_capacity(if collect { n as usize } else { 0 });
+        let mut many_count = 0usize;
         for i in 0..n {
             // the unary quotient: ones up to a zero
             let mut q = 0u64;
@@ -732,25 +798,40 @@ impl Reader<'_> {
                 return Err(IndexError::Corrupt("signatures not sorted".into()));
             }
             prev = h;
-            flagged.push((h as u32, many));
+            if collect {
+                flagged.push((h as u32, many));
+            } else {
+                many_count += usize::from(many);
+            }
         }
         self.at += bit.div_ceil(8);
+        // a frequency above 1 is its excess over 2, a varint each, after the stream
+        let freq = |r: &mut Self| -> Result<u32, IndexError> {
+            let extra = r.varint()?;
+            (extra.checked_add(2))
+                .and_then(|f| u32::try_from(f).ok())
+                .ok_or_else(corrupt)
+        };
+        let Some(each) = each.as_mut() else {
+            for _ in 0..many_count {
+                freq(self)?;
+            }
+            return Ok(());
+        };
         for (h, many) in flagged {
-            let f = if many {
-                let extra = self.varint()?;
-                u32::try_from(extra + 2).map_err(|_| corrupt())?
-            } else {
-                1
-            };
+            let f = if many { freq(self)? } else { 1 };
             each(h, f);
         }
         Ok(())
     }
     fn str(&mut self) -> Result<String, IndexError> {
+        self.str_ref().map(str::to_string)
+    }
+    fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let n = usize::try_from(self.varint()?)
             .map_err(|_| IndexError::Corrupt("string length".into()))?;
         let b = self.take(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| IndexError::Corrupt("string not UTF-8".into()))
+        std::str::from_utf8(b).map_err(|_| IndexError::Corrupt("string not UTF-8".into()))
     }
 }
 
@@ -758,9 +839,9 @@ impl Reader<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn roundtrip_and_corruption() {
-        let rec = DocRecord {
+    /// A duplicate's record with every field set.
+    fn every_field() -> DocRecord {
+        DocRecord {
             id: "d1".into(),
             url: "https://a.test/x".into(),
             first_seen: 1_700_000_000,
@@ -783,7 +864,27 @@ mod tests {
             title: Some(77),
             blocks: vec![11, 12, 4_000_000_000],
             software: vec![9],
-        };
+        }
+    }
+
+    /// `rec` skipped, with none of the optional fields.
+    fn bare(rec: &DocRecord) -> DocRecord {
+        DocRecord {
+            decision: Decision::plain(DecisionKind::Skipped),
+            sigs: Signatures::default(),
+            delta: None,
+            template: Vec::new(),
+            identity: None,
+            title: None,
+            blocks: Vec::new(),
+            software: Vec::new(),
+            ..rec.clone()
+        }
+    }
+
+    #[test]
+    fn roundtrip_and_corruption() {
+        let rec = every_field();
         let bytes = rec.encode();
         assert_eq!(bytes[0], 6);
         assert_eq!(bytes[2] & 0b1101_1000, 0b1101_1000);
@@ -824,17 +925,7 @@ mod tests {
         for cut in 0..bytes.len() {
             assert!(DocRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-        let plain = DocRecord {
-            decision: Decision::plain(DecisionKind::Skipped),
-            sigs: Signatures::default(),
-            delta: None,
-            template: Vec::new(),
-            identity: None,
-            title: None,
-            blocks: Vec::new(),
-            software: Vec::new(),
-            ..rec.clone()
-        };
+        let plain = bare(&rec);
         assert_eq!(DocRecord::decode(&plain.encode()).unwrap(), plain);
         // a version-4 record (no identity) still reads, but not with the flag of one
         let mut v4 = plain.encode();
@@ -886,6 +977,46 @@ mod tests {
         assert!(DocRecord::decode(&bad.encode()).is_err());
     }
 
+    /// What the software-text counts take of a record, read without the rest, is what the
+    /// whole record holds, for records with every field, with none, without signatures,
+    /// without a fingerprint, with frequencies above 1, of every earlier version read.
+    #[test]
+    fn the_counted_fields_read_alone_are_those_of_the_whole_record() {
+        let full = DocRecord {
+            first_seen: -3,
+            sigs: Signatures::from_entries(vec![(3, 2), (9, 1), (70_000, 9)]).unwrap(),
+            ..every_field()
+        };
+        let none = DocRecord {
+            fingerprint: Vec::new(),
+            ..bare(&full)
+        };
+        let mut blocks = vec![1];
+        for (rec, with_sigs) in [(&full, true), (&full, false), (&none, true)] {
+            let bytes = rec.encode_with(with_sigs);
+            let whole = DocRecord::decode(&bytes).unwrap();
+            let (url, fp64) = DocRecord::decode_counted(&bytes, &mut blocks).unwrap();
+            assert_eq!(
+                (url, fp64, &blocks),
+                (&whole.url[..], whole.fp64(), &whole.blocks)
+            );
+        }
+        let mut v4 = none.encode();
+        v4[0] = 4;
+        assert_eq!(
+            DocRecord::decode_counted(&v4, &mut blocks).unwrap(),
+            ("https://a.test/x", 0)
+        );
+        assert!(blocks.is_empty());
+        let bytes = full.encode();
+        for cut in 0..bytes.len() / 2 {
+            assert!(
+                DocRecord::decode_counted(&bytes[..cut], &mut blocks).is_err(),
+                "cut at {cut}"
+            );
+        }
+    }
+
     fn sigs_roundtrip(entries: Vec<(u32, u32)>) {
         let rec = DocRecord {
             id: "x".into(),
@@ -894,12 +1025,7 @@ mod tests {
             fingerprint: vec![1],
             sigs: Signatures::from_entries(entries.clone()).unwrap(),
             decision: Decision::plain(DecisionKind::Unique),
-            delta: None,
-            template: Vec::new(),
-            identity: None,
-            title: None,
-            blocks: Vec::new(),
-            software: Vec::new(),
+            ..bare(&every_field())
         };
         let bytes = rec.encode();
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);

@@ -30,6 +30,7 @@ pub mod alg_g;
 pub mod alg_h;
 mod changes;
 pub mod docs;
+mod earliest;
 mod error;
 mod format;
 pub mod fptables;
@@ -137,6 +138,8 @@ pub struct Index {
     /// The positions whose marks are in the `meta` family ([`pending`]), read at open and
     /// kept with every mark and clearing: whether a position holds a mark is asked here.
     marked: rustc_hash::FxHashSet<Box<[u8]>>,
+    /// Where the oldest stored documents are, for the sweeps of a window or a cap.
+    earliest: earliest::Earliest,
 }
 
 /// How the in-memory lists were brought up when an index was opened.
@@ -440,6 +443,7 @@ impl Index {
             software_saved: None,
             lists_saved: None,
             marked: Default::default(),
+            earliest: Default::default(),
         };
         index.marked = index
             .pending()?
@@ -573,62 +577,55 @@ impl Index {
         Ok(())
     }
 
-    /// Enters (or removes) a unique document in the in-memory lists and fingerprint tables,
-    /// after its batch is written.
-    pub(super) fn memory_entries(
-        &mut self,
-        rec: &DocRecord,
-        num: u64,
-        insert: bool,
-    ) -> Result<(), IndexError> {
+    /// Enters a unique document in the in-memory lists and fingerprint tables, after its
+    /// batch is written.
+    pub(super) fn memory_entries(&mut self, rec: &DocRecord, num: u64) -> Result<(), IndexError> {
         if let Some(t) = self.tables.as_mut() {
-            if insert {
-                t.insert(&rec.fingerprint, num)?;
-            } else {
-                t.remove(&rec.fingerprint, num);
-            }
+            t.insert(&rec.fingerprint, num)?;
         }
         if let Some(l) = self.lists.as_mut() {
             self.scratch_set.clear();
             let min_signatures = self.params.min_signatures as usize;
             self.scratch_set
                 .extend(rec.listed_sigs(min_signatures).hashes());
-            if insert {
-                // the lengths counted by the query of this very set, if it was the last one
-                let counts = (self.last_query == self.scratch_set).then_some(&self.last_counts[..]);
-                l.insert_counted(&self.scratch_set, counts, num)
-                    .map_err(|e| IndexParamError(e.to_string()))?;
-                self.last_query.clear();
-            } else {
-                l.remove(&self.scratch_set, num);
-                self.last_query.clear();
-            }
+            // the lengths counted by the query of this very set, if it was the last one
+            let counts = (self.last_query == self.scratch_set).then_some(&self.last_counts[..]);
+            l.insert_counted(&self.scratch_set, counts, num)
+                .map_err(|e| IndexParamError(e.to_string()))?;
+            self.last_query.clear();
         }
         Ok(())
     }
 
-    /// Takes removed unique documents (number, record) out of the fingerprint tables, one at
-    /// a time, and out of the lists, all at once ([`Lists::remove_many`]).
+    /// Takes removed unique documents (number, record) out of the fingerprint tables and
+    /// the lists, after their removal is written: one at a time, or out of the lists in one
+    /// pass when they are many ([`lists::Lists::one_pass`]).
     pub(super) fn forget(&mut self, docs: &[&(u64, DocRecord)]) {
         if let Some(t) = self.tables.as_mut() {
             for (num, rec) in docs {
                 t.remove(&rec.fingerprint, *num);
             }
         }
-        if let Some(l) = self.lists.as_mut() {
-            let min_signatures = self.params.min_signatures as usize;
-            let sets: Vec<Vec<u32>> = docs
-                .iter()
-                .map(|(_, rec)| rec.listed_sigs(min_signatures).hashes().collect())
-                .collect();
-            let refs: Vec<(&[u32], u64)> = sets
-                .iter()
-                .zip(docs)
-                .map(|(s, (num, _))| (s.as_slice(), *num))
-                .collect();
-            l.remove_many(&refs);
-            self.last_query.clear();
+        let Some(l) = self.lists.as_mut() else {
+            return;
+        };
+        let min_signatures = self.params.min_signatures as usize;
+        let entries: usize = docs
+            .iter()
+            .map(|(_, rec)| rec.listed_sigs(min_signatures).set_len())
+            .sum();
+        if lists::Lists::one_pass(entries) {
+            let nums: Vec<u64> = docs.iter().map(|(num, _)| *num).collect();
+            l.remove_all(&nums);
+        } else {
+            for (num, rec) in docs {
+                self.scratch_set.clear();
+                self.scratch_set
+                    .extend(rec.listed_sigs(min_signatures).hashes());
+                l.remove(&self.scratch_set, *num);
+            }
         }
+        self.last_query.clear();
     }
 
     /// Stores a decided document in one atomic batch: its record, its id and, for a unique
@@ -671,6 +668,7 @@ impl Index {
             self.marked.insert(position.into());
         }
         self.next_doc = num + 1;
+        self.earliest.stored(num, rec.first_seen);
         self.ids.insert(rec.id.as_bytes());
         self.pages += u64::from(new_id);
         if let Some(j) = self.journal.as_mut() {
@@ -681,7 +679,7 @@ impl Index {
             });
         }
         if unique {
-            self.memory_entries(rec, num, true)?;
+            self.memory_entries(rec, num)?;
             if let Some(f) = self.freq.as_mut() {
                 f.add(freq::host_hash(&rec.url), rec.matched_sigs().hashes());
             }

@@ -9,6 +9,7 @@
 
 use super::changes::Mutation;
 use super::docs::{Decision, DecisionKind, DocRecord};
+use super::earliest::Earliest;
 use super::error::IndexError;
 use super::format::{new_epoch, META_LISTS_EPOCH};
 use super::store::{Batch, Column};
@@ -120,11 +121,12 @@ impl Index {
         let bytes = demoted.encode_with(true);
         b.put(Column::Docs, &num.to_be_bytes(), &bytes);
         self.store.write_buffered(b)?;
-        self.memory_entries(&rec, num, false)?;
+        let gone = (num, rec);
+        self.forget(&[&gone]);
         if let Some(j) = self.journal.as_mut() {
             j.push(Mutation::Put {
                 num,
-                id: rec.id,
+                id: gone.1.id,
                 record: bytes,
             });
         }
@@ -141,34 +143,57 @@ impl Index {
     }
 
     /// Removes every document first seen before `cutoff` (Unix seconds), with its index
-    /// entries. Returns how many were removed.
+    /// entries. Returns how many were removed. Reads only the stored documents whose block
+    /// of numbers may hold one ([`super::earliest`]).
     pub fn expire(&mut self, cutoff: i64) -> Result<u64, IndexError> {
+        let ranges = self.earliest.before(cutoff);
         let mut expired: Vec<(u64, DocRecord)> = Vec::new();
+        let mut stay = Earliest::default();
         let mut err = None;
-        self.store
-            .scan(Column::Docs, &[], &[0xff; 9], &mut |k, v| match (
-                <[u8; 8]>::try_from(k),
-                DocRecord::decode(v),
-            ) {
-                (Ok(num), Ok(rec)) => {
-                    if rec.first_seen < cutoff {
-                        expired.push((u64::from_be_bytes(num), rec));
+        for &(from, to) in &ranges {
+            // the last range is open: every key after its start
+            let end = if to == u64::MAX {
+                vec![0xff; 9]
+            } else {
+                to.to_be_bytes().to_vec()
+            };
+            self.store
+                .scan(Column::Docs, &from.to_be_bytes(), &end, &mut |k, v| match (
+                    <[u8; 8]>::try_from(k),
+                    DocRecord::decode_first_seen(v),
+                ) {
+                    (Ok(num), Ok(seen)) => {
+                        let num = u64::from_be_bytes(num);
+                        if seen < cutoff {
+                            match DocRecord::decode(v) {
+                                Ok(rec) => expired.push((num, rec)),
+                                Err(e) => {
+                                    err = Some(e);
+                                    return false;
+                                }
+                            }
+                        } else {
+                            stay.stored(num, seen);
+                        }
+                        true
                     }
-                    true
-                }
-                (_, Err(e)) => {
-                    err = Some(e);
-                    false
-                }
-                (Err(_), _) => {
-                    err = Some(IndexError::Corrupt("docs key".into()));
-                    false
-                }
-            })?;
-        if let Some(e) = err {
-            return Err(e);
+                    (_, Err(e)) => {
+                        err = Some(e);
+                        false
+                    }
+                    (Err(_), _) => {
+                        err = Some(IndexError::Corrupt("docs key".into()));
+                        false
+                    }
+                })?;
+            if let Some(e) = err {
+                return Err(e);
+            }
         }
-        self.remove(expired)
+        let removed = self.remove(expired)?;
+        // the blocks read hold only what stays (a failed removal keeps the bounds they had)
+        self.earliest.read(&ranges, stay);
+        Ok(removed)
     }
 
     /// How many pages (stored ids) the index holds.
@@ -186,28 +211,42 @@ impl Index {
         let mut oldest: Vec<(u64, DocRecord)> = Vec::new();
         let mut err = None;
         let store = std::sync::Arc::clone(&self.store);
-        store.scan(Column::Docs, &[], &[0xff; 9], &mut |k, v| {
-            let (Ok(num), Ok(rec)) = (<[u8; 8]>::try_from(k), DocRecord::decode(v)) else {
-                err = Some(IndexError::Corrupt("docs key or record".into()));
-                return false;
-            };
-            let num = u64::from_be_bytes(num);
-            // a document whose id was decided again since is not a page of its own
-            match self.store.get(Column::Ids, rec.id.as_bytes()) {
-                Ok(Some(cur)) if cur == num.to_be_bytes() => over -= 1,
-                Ok(_) => {}
-                Err(e) => {
-                    err = Some(e.into());
+        // not over the numbers removed before (a key removed is passed over until the
+        // store compacts it away)
+        let from = self.earliest.low();
+        store.scan(
+            Column::Docs,
+            &from.to_be_bytes(),
+            &[0xff; 9],
+            &mut |k, v| {
+                let (Ok(num), Ok(rec)) = (<[u8; 8]>::try_from(k), DocRecord::decode(v)) else {
+                    err = Some(IndexError::Corrupt("docs key or record".into()));
                     return false;
+                };
+                let num = u64::from_be_bytes(num);
+                // a document whose id was decided again since is not a page of its own
+                match self.store.get(Column::Ids, rec.id.as_bytes()) {
+                    Ok(Some(cur)) if cur == num.to_be_bytes() => over -= 1,
+                    Ok(_) => {}
+                    Err(e) => {
+                        err = Some(e.into());
+                        return false;
+                    }
                 }
-            }
-            oldest.push((num, rec));
-            over > 0
-        })?;
+                oldest.push((num, rec));
+                over > 0
+            },
+        )?;
         if let Some(e) = err {
             return Err(e);
         }
-        self.remove(oldest)
+        // every document up to the last one read goes
+        let below = oldest.last().map(|(num, _)| num + 1);
+        let removed = self.remove(oldest)?;
+        if let Some(below) = below {
+            self.earliest.removed_below(below);
+        }
+        Ok(removed)
     }
 
     /// Removes the snapshots at `paths` (taken of what is about to change) and gives the

@@ -60,6 +60,7 @@ impl Index {
             return Ok(());
         };
         let (mut err, mut seen) = (None, 0u32);
+        let mut blocks = Vec::new();
         self.store.scan(
             Column::Docs,
             &from.to_be_bytes(),
@@ -70,10 +71,10 @@ impl Index {
                     err = Some(IndexError::Interrupted);
                     return false;
                 }
-                match DocRecord::decode(v) {
-                    Ok(rec) => {
-                        let blocks = crate::signature::software::counted(&rec.blocks, tagged);
-                        counts.observe(freq::host_hash(&rec.url), rec.fp64(), blocks);
+                match DocRecord::decode_counted(v, &mut blocks) {
+                    Ok((url, fp64)) => {
+                        let counted = crate::signature::software::counted(&blocks, tagged);
+                        counts.observe(freq::host_hash(url), fp64, counted);
                         true
                     }
                     Err(e) => {
@@ -95,7 +96,8 @@ impl Index {
         self.software = Some(software::SoftwareText::for_rules(
             self.params.signature.host_text(),
         ));
-        self.count_software(0, &AtomicBool::new(false))
+        // every document below the lowest number stored is gone (a cap's trims)
+        self.count_software(self.earliest.low(), &AtomicBool::new(false))
     }
 
     /// Brings up the in-memory lists: from the snapshot when there is a usable one, then

@@ -756,6 +756,74 @@ fn a_capped_index_stays_the_size_of_the_pages_it_holds() {
     }
 }
 
+/// A window's sweeps through the bounds of the oldest pages ([`super::earliest`]) remove exactly
+/// the pages first seen before each cutoff, whatever order the pages came in: before a
+/// reopen, after it (the bounds unknown: every page read once), between a cap's trims, and
+/// a repeated id stored again under a new number.
+#[test]
+fn a_window_removes_every_page_first_seen_before_its_cutoff_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    // id → first seen, for the pages held
+    let mut held: std::collections::BTreeMap<String, i64> = Default::default();
+    let mut idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
+    let mut t = 0i64;
+    for round in 0..12 {
+        for _ in 0..3_000 {
+            t += 1;
+            // one page in ten is late (first seen long before), one in fifty an id again
+            let seen = if next() % 10 == 0 { t - 5_000 } else { t };
+            let id = if next() % 50 == 0 && !held.is_empty() {
+                let k = (next() % held.len() as u64) as usize;
+                held.keys().nth(k).unwrap().clone()
+            } else {
+                format!("p{t}")
+            };
+            let kind = if next() % 4 == 0 {
+                DecisionKind::Duplicate
+            } else {
+                DecisionKind::Unique
+            };
+            let hashes = vec![(next() % 5_000) as u32 + 1, (next() % 5_000) as u32 + 1, 7];
+            idx.put(&rec(&id, seen, kind, hashes, next())).unwrap();
+            held.insert(id, seen);
+        }
+        let cutoff = t - 12_000;
+        idx.expire(cutoff).unwrap();
+        let gone: Vec<String> = (held.iter().filter(|(_, &s)| s < cutoff))
+            .map(|(id, _)| id.clone())
+            .collect();
+        held.retain(|_, s| *s >= cutoff);
+        assert_eq!(idx.pages(), held.len() as u64, "round {round}");
+        for id in &gone {
+            assert!(
+                idx.find_id(id).unwrap().is_none(),
+                "round {round}: {id} stayed"
+            );
+        }
+        if round == 4 {
+            drop(idx);
+            idx = Index::open_dir(dir.path(), IndexParams::default()).unwrap();
+        }
+        if round == 8 {
+            // a cap: the oldest numbers go, which the pages held here must follow
+            let keep = held.len() as u64 / 2;
+            idx.trim_oldest(keep).unwrap();
+            held.retain(|id, _| idx.find_id(id).unwrap().is_some());
+            assert_eq!(held.len() as u64, keep);
+        }
+    }
+    for id in held.keys() {
+        assert!(idx.find_id(id).unwrap().is_some(), "{id} was removed");
+    }
+}
+
 /// alg.G's and alg.H's tables come back from the `fingerprints` family when the index is
 /// reopened, and an index of format 5 (tables on disk) gets that family from its records.
 #[test]

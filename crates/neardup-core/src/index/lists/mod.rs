@@ -507,13 +507,16 @@ impl Lists {
         }
     }
 
-    /// Removes document `doc` (signature set `sigs`) from every list that holds it.
-    pub fn remove(&mut self, sigs: &[u32], doc: u64) {
-        let Some(at) = doc
-            .checked_sub(self.base)
+    /// The slot in `lens` of document `doc` when it is listed (its length is not 0).
+    fn listed_slot(&self, doc: u64) -> Option<usize> {
+        doc.checked_sub(self.base)
             .and_then(|at| usize::try_from(at).ok())
             .filter(|&at| self.lens.get(at).is_some_and(|&n| n > 0))
-        else {
+    }
+
+    /// Removes document `doc` (signature set `sigs`) from every list that holds it.
+    pub fn remove(&mut self, sigs: &[u32], doc: u64) {
+        let Some(at) = self.listed_slot(doc) else {
             return;
         };
         for &s in sigs {
@@ -525,27 +528,22 @@ impl Lists {
         self.drop_front();
     }
 
-    /// Removes documents (signature set, number) from every list that holds them, as
-    /// [`Lists::remove`] does one at a time. Many at once (a window's or a cap's sweep: a
-    /// twentieth of the pages) pass over the shards once, each rebuilt without them, where
-    /// one at a time rebuilds a shard's run for every entry (at 2M pages a cap's sweep took
-    /// most of the decider's time so).
-    pub fn remove_many(&mut self, docs: &[(&[u32], u64)]) {
-        let entries: usize = docs.iter().map(|(s, _)| s.len()).sum();
-        if entries < 1 << SHARD_BITS {
-            for &(sigs, doc) in docs {
-                self.remove(sigs, doc);
-            }
-            return;
-        }
+    /// Whether documents with `entries` list entries in all leave faster in one pass over
+    /// the shards ([`Lists::remove_all`]) than one at a time ([`Lists::remove`]): one at a
+    /// time rebuilds a shard's run for every entry (at 2M pages a cap's sweep, a twentieth
+    /// of the pages, took most of the decider's time so), one pass rebuilds every shard.
+    pub fn one_pass(entries: usize) -> bool {
+        entries >= 1 << SHARD_BITS
+    }
+
+    /// Removes documents `docs` from every list that holds them in one pass over the
+    /// shards, each rebuilt without them; needs only their numbers.
+    pub fn remove_all(&mut self, docs: &[u64]) {
         // a length of 0 is a page not listed: the entries of those set to 0 now go
         let mut removed = 0;
-        for &(_, doc) in docs {
-            let at = doc
-                .checked_sub(self.base)
-                .and_then(|a| usize::try_from(a).ok());
-            if let Some(n) = at.and_then(|at| self.lens.get_mut(at)).filter(|n| **n > 0) {
-                *n = 0;
+        for &doc in docs {
+            if let Some(at) = self.listed_slot(doc) {
+                self.lens[at] = 0;
                 removed += 1;
             }
         }

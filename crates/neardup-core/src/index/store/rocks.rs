@@ -247,6 +247,9 @@ impl Store for RocksStore {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(lo);
         ro.set_iterate_upper_bound(hi);
+        // a scan reads each block once (a rebuild, a recount, a sweep): the blocks it reads
+        // do not push the ones point reads use out of the cache
+        ro.fill_cache(false);
         let mut it = self.db.raw_iterator_cf_opt(cf, ro);
         it.seek(lo);
         while let Some((k, v)) = it.item() {

@@ -539,33 +539,39 @@ impl Lists {
     /// Removes documents `docs` from every list that holds them in one pass over the
     /// shards, each rebuilt without them; needs only their numbers.
     pub fn remove_all(&mut self, docs: &[u64]) {
-        // a length of 0 is a page not listed: the entries of those set to 0 now go
+        // the slots of the pages removed now, a bit each: every entry of every shard asks,
+        // and the bits of 2M pages (256 KiB) stay in the cache where their lengths (8 MiB)
+        // did not (reading them was 14 % of a decider's time under a window that removes)
         let mut removed = 0;
+        let mut bits = vec![0u64; self.lens.len().div_ceil(64)];
         for &doc in docs {
             if let Some(at) = self.listed_slot(doc) {
                 self.lens[at] = 0;
+                bits[at >> 6] |= 1 << (at & 63);
                 removed += 1;
             }
         }
         if removed == 0 {
             return;
         }
+        let span = self.lens.len();
         let Lists {
             shards,
             recent,
-            lens,
             base,
             presence,
             ..
         } = self;
-        let (lens, base32) = (&*lens, *base as u32);
+        let base32 = *base as u32;
         let mut gone = 0;
         // set again from the entries that stay, in place (a second map would be as large)
         presence.clear_all();
         for (h, sh) in shards.iter_mut().enumerate() {
+            // every entry is of a page listed until now: those removed now go (and, as
+            // before, any outside the span)
             let n = sh.retain(|d| {
-                lens.get(d.wrapping_sub(base32) as usize)
-                    .is_some_and(|&n| n > 0)
+                let at = d.wrapping_sub(base32) as usize;
+                at < span && bits[at >> 6] >> (at & 63) & 1 == 0
             });
             if n > 0 {
                 // every entry left is in the base

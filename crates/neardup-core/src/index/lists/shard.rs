@@ -610,7 +610,7 @@ impl Shard {
             return 0;
         }
         let kept = self.with_entries(|lo, doc| {
-            let (mut l, mut d) = (Vec::new(), Vec::new());
+            let (mut l, mut d) = (Vec::with_capacity(lo.len()), Vec::with_capacity(lo.len()));
             for (&k, &x) in lo.iter().zip(doc) {
                 if keep(x) {
                     l.push(k);

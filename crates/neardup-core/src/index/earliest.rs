@@ -15,8 +15,9 @@
 
 use std::collections::BTreeMap;
 
-/// Document numbers a block spans, log2. At 2M pages, 489 blocks (16 bytes each in the
-/// map); a window's sweep reads at most a block beyond the pages it removes at either end
+/// Document numbers a block spans, log2. At 2M pages, 489 blocks (16 bytes of key and
+/// bound each, about 32 in the tree map's nodes, half full when blocks come in order); a
+/// window's sweep reads at most a block beyond the pages it removes at either end
 /// of them when pages arrive in the order they were first seen.
 pub const BLOCK_BITS: u32 = 12;
 

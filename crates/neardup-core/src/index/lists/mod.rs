@@ -48,10 +48,12 @@
 //!
 //! # Memory and durability
 //!
-//! The lists live in memory only, six bytes an entry: 65,536 shards by the signature's top
-//! 16 bits, each a sorted base of (low 16 bits, document) pairs, a smaller sorted middle
-//! run and a buffer of at most 96 new entries ([`shard`]: a full buffer is merged into the
-//! middle run, a grown middle run into the base). Most signatures are on one page
+//! The lists live in memory only: 65,536 shards by the signature's top 16 bits, each a
+//! sorted base of (low 16 bits, document) pairs packed in about four bytes an entry
+//! ([`base`]: a document as its distance from the base's oldest in three bytes, a key as
+//! its low 8 bits under a directory of its top 8), a smaller sorted middle run at six bytes
+//! an entry and a buffer of at most 96 new entries ([`shard`]: a full buffer is merged into
+//! the middle run, a grown middle run into the base). Most signatures are on one page
 //! only, so there is no per-signature allocation or hash slot. In front of the shards, a
 //! bitmap over the signatures' top bits says which can have an entry at all
 //! ([`Presence`], 128 KiB growing to at most 512 MiB), so that the probes of signatures
@@ -70,6 +72,7 @@
 
 use rustc_hash::FxHashMap;
 
+mod base;
 mod layout;
 mod presence;
 mod recent;
@@ -77,11 +80,11 @@ mod shard;
 pub mod snapshot;
 
 use crate::index::store::IndexParamError;
+#[cfg(test)]
+use base::lower_bound;
 use layout::{prefetch, SHARD_BITS};
 use presence::Presence;
 use recent::Recent;
-#[cfg(test)]
-use shard::lower_bound;
 use shard::Shard;
 
 /// Tolerance used when rounding `τ·n` and `n / τ`.
@@ -262,13 +265,15 @@ impl Lists {
     ///    most signatures have no list and stop there;
     /// 2. the shard headers of the rest are prefetched, with their lines of the map of
     ///    entries outside the bases ([`Recent`]);
-    /// 3. the lines each base search starts from are prefetched, and, only where that map
-    ///    says the middle run or the buffer may hold an entry, their lines too;
-    /// 4. the bases are searched, and the lines of the documents found prefetched;
-    /// 5. the documents are read (and the small runs searched where the map said so).
+    /// 3. the line of each base's directory slot is prefetched (or, in a short base of whole
+    ///    keys, the lines its search starts from), and, only where that map says the middle
+    ///    run or the buffer may hold an entry, their lines too;
+    /// 4. the lines of the keys each directory slot names are prefetched;
+    /// 5. the bases are searched, and the lines of the documents found prefetched;
+    /// 6. the documents are read (and the small runs searched where the map said so).
     ///
     /// The deciding thread is bound by how many lines it keeps in flight, so each line not
-    /// asked for is time saved: about six lines a signature with a list instead of ten.
+    /// asked for is time saved: about five lines a signature with a list instead of ten.
     #[inline]
     fn visit(&self, sigs: &[u32], mut f: impl FnMut(usize, u32)) {
         let mut live = [0u8; GROUP];
@@ -296,6 +301,11 @@ impl Lists {
                 let r = self.recent.get(s);
                 recent[usize::from(j)] = r;
                 self.shards[shard(s)].prefetch_lookup(s as u16, r);
+            }
+            // the lines of the bases' keys, placed by their directories' lines
+            for &j in live {
+                let s = group[usize::from(j)];
+                self.shards[shard(s)].prefetch_base_keys(s as u16);
             }
             // the base's searches (their lines are on the way), then the lines of the
             // documents they found, then the documents

@@ -1,7 +1,8 @@
 //! One shard of the lists: the entries of the signatures that share their top 16 bits, as
 //! `(low 16 bits, document)` pairs in three runs.
 //!
-//! - **base**: most entries, two parallel arrays sorted by (low bits, document);
+//! - **base**: most entries, sorted by (low bits, document) and packed in about four bytes
+//!   an entry ([`super::base`]);
 //! - **middle**: a smaller sorted run of the entries since the base was last rebuilt;
 //! - **buffer**: at most [`PENDING`] new entries, unsorted.
 //!
@@ -11,8 +12,9 @@
 //! entries: at 10M indexed pages (about 11,600 entries a shard) that was 120 entries moved
 //! for every entry stored, and a quarter of a decision's time. With the middle run each
 //! entry is moved about `2·√(|base|/(2·PENDING))` times (16 at 10M, 5 at 1M), for one more
-//! short search a lookup. Runs are rebuilt into allocations of exactly their size, copying
-//! the stretches between new entries whole, so memory stays at six bytes an entry.
+//! short search a lookup. Runs are rebuilt into allocations of exactly their size: the
+//! middle run at six bytes an entry, copying the stretches between new entries whole, the
+//! base packed anew.
 //!
 //! The header is one cache line: a run is one allocation (its documents, then its keys), so
 //! it takes one pointer and a length instead of two of each, and the buffer is one
@@ -22,66 +24,18 @@
 
 use std::mem::MaybeUninit;
 
+use super::base::{lower_bound, lower_bound_from, Base};
 use super::layout::{prefetch, SHARD_BITS};
 
 /// New entries of a shard wait in a small unsorted buffer until there are this many, then
 /// are merged into its middle run.
 pub(super) const PENDING: usize = 96;
-/// Entries either side of a search's start whose lines are prefetched with it (a cache line
-/// of `u16` either way).
-const PREFETCH_SPAN: usize = 32;
 
 /// How many of `keys` equal `key` (a loop the compiler turns into vector compares: the
 /// buffer of a shard is scanned whole, and most scans find nothing).
 #[inline]
 fn count_equal(keys: &[u16], key: u16) -> u32 {
     keys.iter().fold(0u32, |n, &x| n + u32::from(x == key))
-}
-
-/// The first position of `key` (or where it would be) in the ascending `lo`: the low bits
-/// of signature hashes are uniform, so the search starts where `key` would sit in a uniform
-/// array and gallops from there (one or two cache lines instead of a binary search's
-/// dozen).
-#[inline]
-pub(super) fn lower_bound(lo: &[u16], key: u16) -> usize {
-    lower_bound_from(lo, key, (usize::from(key) * lo.len()) >> 16)
-}
-
-/// [`lower_bound`] starting from position `guess`.
-#[inline]
-fn lower_bound_from(lo: &[u16], key: u16, guess: usize) -> usize {
-    let n = lo.len();
-    if n == 0 {
-        return 0;
-    }
-    let guess = guess.min(n - 1);
-    if lo[guess] < key {
-        // lo[a] < key: gallop forward to the first b with lo[b] >= key
-        let (mut a, mut step) = (guess, 1);
-        loop {
-            let b = a + step;
-            if b >= n || lo[b] >= key {
-                let end = b.min(n);
-                return a + 1 + lo[a + 1..end].partition_point(|&x| x < key);
-            }
-            a = b;
-            step *= 2;
-        }
-    } else {
-        // lo[b] >= key: gallop backward to the last a with lo[a] < key
-        let (mut b, mut step) = (guess, 1);
-        loop {
-            if b < step {
-                return lo[..b].partition_point(|&x| x < key);
-            }
-            let a = b - step;
-            if lo[a] < key {
-                return a + 1 + lo[a + 1..b].partition_point(|&x| x < key);
-            }
-            b = a;
-            step *= 2;
-        }
-    }
 }
 
 /// How many leading entries of the run (`lo`, `doc`), sorted by (low bits, document), are
@@ -110,6 +64,7 @@ struct Run {
 
 impl Run {
     /// A run of `n` entries written by `fill(keys, docs)`.
+    #[cfg(test)]
     fn build(n: usize, fill: impl FnOnce(&mut [u16], &mut [u32])) -> Run {
         let mut words = vec![0u32; n + n.div_ceil(2)].into_boxed_slice();
         let (doc, keys) = words.split_at_mut(n);
@@ -150,6 +105,7 @@ impl Run {
     }
 
     /// A run of the entries `(lo[i], doc[i])` (the same length).
+    #[cfg(test)]
     fn from_parts(lo: &[u16], doc: &[u32]) -> Run {
         debug_assert_eq!(lo.len(), doc.len());
         Run::build(lo.len(), |l, d| {
@@ -234,12 +190,6 @@ fn run_for_each(lo: &[u16], doc: &[u32], key: u16, guess: usize, f: &mut impl Fn
     }
 }
 
-/// Bits of the keys within a base segment: the base's positions of the keys `s·2^13` are
-/// kept in the shard's header ([`Shard::fences`]).
-const SEGMENT_BITS: u32 = 13;
-/// Base segments (8).
-const SEGMENTS: usize = 1 << (16 - SEGMENT_BITS);
-
 /// Removes `(key, d)` from a sorted run; whether it was there.
 fn run_pull(run: &mut Run, key: u16, d: u32) -> bool {
     let (lo, doc) = (run.lo(), run.doc());
@@ -267,42 +217,33 @@ fn middle_limit(base: usize) -> usize {
     (2 * PENDING * base).isqrt().max(2 * PENDING)
 }
 
-/// The entries of the signatures that share their top 16 bits (see the module's text). Six
-/// bytes an entry, no per-signature allocation (most lists hold one document); the header
-/// is one cache line, aligned.
+/// The entries of the signatures that share their top 16 bits (see the module's text). About
+/// four bytes an entry in the base and six in the middle run, no per-signature allocation
+/// (most lists hold one document); the header is one cache line, aligned.
 #[derive(Debug, Clone, Default)]
 #[repr(C, align(64))]
 pub(super) struct Shard {
-    base: Run,
+    base: Base,
     mid: Run,
     buf: Option<Box<Buffer>>,
     /// Entries in the buffer.
     buf_len: u8,
-    /// Where the base's segments start: `fences[s − 1]` is the position of the first key at
-    /// or above `s·2^13`, for `s` in 1..8 (the last slot is unused). A search starts where
-    /// its key would sit in a uniform segment instead of a uniform run: at 10M indexed
-    /// pages a base holds about 11,600 entries and the uniform guess is off by ±54 of them
-    /// (one standard deviation, two or three cache lines of keys), a segment's by ±19, which
-    /// the lines prefetched either side cover. Unused (zero) while the base is longer than
-    /// `u16::MAX` entries (an index of more than about 55 million pages).
-    fences: [u16; SEGMENTS],
 }
 
 impl Shard {
-    /// A shard of one sorted run of `n` entries written by `fill(keys, docs)` (a snapshot's,
-    /// read straight into the run's allocation).
-    pub(super) fn with_base(n: usize, fill: impl FnOnce(&mut [u16], &mut [u32])) -> Shard {
-        let mut s = Shard {
-            base: Run::build(n, fill),
+    /// A shard of the entries `(lo[i], doc[i])`, sorted by (low bits, document), all in
+    /// its base (a snapshot's).
+    pub(super) fn from_sorted(lo: &[u16], doc: &[u32]) -> Shard {
+        Shard {
+            base: Base::from_parts(lo, doc),
             ..Shard::default()
-        };
-        s.set_fences();
-        s
+        }
     }
 
-    /// The base run: keys and documents.
-    pub(super) fn base(&self) -> (&[u16], &[u32]) {
-        (self.base.lo(), self.base.doc())
+    /// Entries in the base.
+    #[cfg(test)]
+    pub(super) fn base_len(&self) -> usize {
+        self.base.len()
     }
 
     /// The buffer's keys and documents.
@@ -317,46 +258,11 @@ impl Shard {
         }
     }
 
-    /// Sets [`Shard::fences`] for the base as it is now.
-    fn set_fences(&mut self) {
-        self.fences = [0; SEGMENTS];
-        let lo = self.base.lo();
-        if lo.len() <= usize::from(u16::MAX) {
-            for s in 1..SEGMENTS {
-                let key = (s << SEGMENT_BITS) as u16;
-                self.fences[s - 1] = lo.partition_point(|&x| x < key) as u16;
-            }
-        }
-    }
-
     /// Where a search of the middle run for `key` starts: where it would sit in a uniform
     /// run (the middle run is short enough for that guess to be close).
     #[inline]
     fn middle_guess(&self, key: u16) -> usize {
         (usize::from(key) * self.mid.len()) >> 16
-    }
-
-    /// Where a search of the base for `key` starts: where the key would sit in a uniform
-    /// segment (see [`Shard::fences`]), or in a uniform base when the fences are not kept.
-    #[inline]
-    fn base_guess(&self, key: u16) -> usize {
-        let n = self.base.len();
-        if n > usize::from(u16::MAX) {
-            return (usize::from(key) * n) >> 16;
-        }
-        let s = usize::from(key >> SEGMENT_BITS);
-        let start = if s == 0 {
-            0
-        } else {
-            usize::from(self.fences[s - 1])
-        };
-        let end = if s + 1 == SEGMENTS {
-            n
-        } else {
-            usize::from(self.fences[s])
-        };
-        let within = usize::from(key) & ((1 << SEGMENT_BITS) - 1);
-        start + ((within * (end - start)) >> SEGMENT_BITS)
     }
 
     /// Whether a signature with low bits in `[first, last]` has an entry.
@@ -365,7 +271,7 @@ impl Shard {
             let i = lower_bound(lo, first);
             i < lo.len() && lo[i] <= last
         };
-        in_run(self.base.lo())
+        self.base.any_in(first, last)
             || in_run(self.mid.lo())
             || self
                 .pending()
@@ -378,11 +284,10 @@ impl Shard {
     pub(super) fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);
         self.base
-            .lo()
-            .iter()
-            .chain(self.mid.lo())
-            .chain(self.pending().0)
-            .map(move |&x| top | u32::from(x))
+            .keys()
+            .chain(self.mid.lo().iter().copied())
+            .chain(self.pending().0.iter().copied())
+            .map(move |x| top | u32::from(x))
     }
 
     /// Every signature with an entry in the middle run or the buffer, given this shard's
@@ -412,26 +317,27 @@ impl Shard {
     /// empty when it has none there.
     #[inline]
     pub(super) fn base_range(&self, lo: u16) -> (usize, usize) {
-        let keys = self.base.lo();
-        let start = lower_bound_from(keys, lo, self.base_guess(lo));
-        let mut end = start;
-        while end < keys.len() && keys[end] == lo {
-            end += 1;
-        }
-        (start, end)
+        self.base.range(lo)
+    }
+
+    /// Prefetches the lines of the base's keys that a lookup of `lo` searches, once the
+    /// lines [`Shard::prefetch_lookup`] asked for are on their way ([`Base::prefetch_bucket`]).
+    #[inline]
+    pub(super) fn prefetch_base_keys(&self, lo: u16) {
+        self.base.prefetch_bucket(lo);
     }
 
     /// Prefetches the line of the base's documents from position `at` on.
     #[inline]
     pub(super) fn prefetch_base_docs(&self, at: usize) {
-        prefetch(self.base.doc().as_ptr().wrapping_add(at));
+        self.base.prefetch_doc(at);
     }
 
     /// Calls `f` with the base's documents at positions `start..end` (a [`Shard::base_range`]).
     #[inline]
     pub(super) fn for_each_base(&self, start: usize, end: usize, f: &mut impl FnMut(u32)) {
-        for &d in &self.base.doc()[start..end] {
-            f(d);
+        for i in start..end {
+            f(self.base.doc(i));
         }
     }
 
@@ -456,14 +362,7 @@ impl Shard {
     /// found where they are ([`Shard::prefetch_base_docs`]).
     #[inline]
     pub(super) fn prefetch_lookup(&self, lo: u16, recent: bool) {
-        let n = self.base.len();
-        if n > 0 {
-            let guess = self.base_guess(lo).min(n - 1);
-            let at = self.base.lo().as_ptr();
-            prefetch(at.wrapping_add(guess));
-            prefetch(at.wrapping_add(guess.saturating_sub(PREFETCH_SPAN)));
-            prefetch(at.wrapping_add((guess + PREFETCH_SPAN).min(n - 1)));
-        }
+        self.base.prefetch_lookup(lo);
         if !recent {
             return;
         }
@@ -528,13 +427,7 @@ impl Shard {
         if self.mid.is_empty() {
             return;
         }
-        self.base = merge_runs(
-            self.base.lo(),
-            self.base.doc(),
-            self.mid.lo(),
-            self.mid.doc(),
-        );
-        self.set_fences();
+        self.base = self.base.merge(self.mid.lo(), self.mid.doc());
         self.mid = Run::default();
     }
 
@@ -574,10 +467,12 @@ impl Shard {
     /// at most beside them.
     pub(super) fn with_entries<R>(&self, f: impl FnOnce(&[u16], &[u32]) -> R) -> R {
         let recent = self.mid_with_buffer();
+        let (mut lo, mut doc) = (Vec::new(), Vec::new());
+        self.base.decode_into(&mut lo, &mut doc);
         if recent.is_empty() {
-            return f(self.base.lo(), self.base.doc());
+            return f(&lo, &doc);
         }
-        let all = merge_runs(self.base.lo(), self.base.doc(), recent.lo(), recent.doc());
+        let all = merge_runs(&lo, &doc, recent.lo(), recent.doc());
         f(all.lo(), all.doc())
     }
 
@@ -595,11 +490,22 @@ impl Shard {
         if run_pull(&mut self.mid, lo, doc) {
             return true;
         }
-        let found = run_pull(&mut self.base, lo, doc);
-        if found {
-            self.set_fences();
-        }
-        found
+        let (start, end) = self.base.range(lo);
+        let Some(at) = (start..end).find(|&i| self.base.doc(i) == doc) else {
+            return false;
+        };
+        let (floor, top) = self.base.bounds();
+        let base = std::mem::take(&mut self.base);
+        self.base = Base::build(
+            base.len() - 1,
+            floor,
+            top,
+            base.iter()
+                .enumerate()
+                .filter(|&(i, _)| i != at)
+                .map(|(_, e)| e),
+        );
+        true
     }
 
     /// Keeps the entries whose document `keep` says to keep, every one in a new base (the
@@ -617,7 +523,7 @@ impl Shard {
                     d.push(x);
                 }
             }
-            (l.len() < lo.len()).then(|| Run::from_parts(&l, &d))
+            (l.len() < lo.len()).then(|| Base::from_parts(&l, &d))
         });
         let Some(base) = kept else {
             return 0;
@@ -626,7 +532,6 @@ impl Shard {
         self.base = base;
         self.mid = Run::default();
         self.buf_len = 0;
-        self.set_fences();
         gone
     }
 
@@ -638,11 +543,9 @@ impl Shard {
     pub(super) fn shape(&self) -> (u64, u64, u64) {
         let mut all: Vec<u16> = self
             .base
-            .lo()
-            .iter()
-            .chain(self.mid.lo())
-            .chain(self.pending().0)
-            .copied()
+            .keys()
+            .chain(self.mid.lo().iter().copied())
+            .chain(self.pending().0.iter().copied())
             .collect();
         all.sort_unstable();
         let (mut distinct, mut shared, mut longest) = (0u64, 0u64, 0u64);
@@ -656,7 +559,8 @@ impl Shard {
 
     /// Bytes held, the header included.
     pub(super) fn bytes(&self) -> u64 {
-        ((self.base.words.len() + self.mid.words.len()) * 4
+        (self.base.bytes()
+            + self.mid.words.len() * 4
             + self
                 .buf
                 .as_ref()
@@ -671,25 +575,30 @@ mod tests {
 
     /// The shard's entries, sorted, by brute force.
     fn entries(s: &Shard) -> Vec<(u16, u32)> {
-        let runs = [s.base(), (s.mid.lo(), s.mid.doc()), s.pending()];
+        let runs = [(s.mid.lo(), s.mid.doc()), s.pending()];
         let mut v: Vec<(u16, u32)> = runs
             .iter()
             .flat_map(|(lo, doc)| lo.iter().copied().zip(doc.iter().copied()))
+            .chain(s.base.iter())
             .collect();
         v.sort_unstable();
         v
     }
 
-    /// The fences are where a search of every key would find it.
-    fn fences_hold(s: &Shard) -> bool {
-        let lo = s.base.lo();
-        (0..=u16::MAX).step_by(7).all(|k| {
-            let g = s.base_guess(k);
-            g <= lo.len() && lower_bound_from(lo, k, g) == lo.partition_point(|&x| x < k)
-        }) && (1..SEGMENTS).all(|seg| {
-            usize::from(s.fences[seg - 1])
-                == lo.partition_point(|&x| usize::from(x) < seg << SEGMENT_BITS)
+    /// Every key of the base is found where it lies, by the lookup a query makes.
+    fn base_found(s: &Shard) -> bool {
+        let all: Vec<(u16, u32)> = s.base.iter().collect();
+        all.chunk_by(|a, b| a.0 == b.0).all(|run| {
+            let mut got = Vec::new();
+            let (start, end) = s.base_range(run[0].0);
+            s.for_each_base(start, end, &mut |d| got.push(d));
+            got == run.iter().map(|e| e.1).collect::<Vec<_>>()
         })
+    }
+
+    fn base_sorted(s: &Shard) -> bool {
+        let (lo, doc): (Vec<u16>, Vec<u32>) = s.base.iter().unzip();
+        sorted(&lo, &doc)
     }
 
     fn sorted(lo: &[u16], doc: &[u32]) -> bool {
@@ -718,14 +627,14 @@ mod tests {
             s.push(lo, doc);
             want.push((lo, doc));
             if doc % 997 == 0 {
-                assert!(sorted(s.base.lo(), s.base.doc()) && sorted(s.mid.lo(), s.mid.doc()));
-                assert!(fences_hold(&s));
+                assert!(base_sorted(&s) && sorted(s.mid.lo(), s.mid.doc()));
+                assert!(base_found(&s));
                 assert!(s.mid.len() <= middle_limit(s.base.len()) + PENDING);
             }
         }
         want.sort_unstable();
         assert_eq!(entries(&s), want);
-        assert!(!s.base.is_empty() && !s.mid.is_empty() && s.buf_len > 0);
+        assert!(s.base.len() > 0 && !s.mid.is_empty() && s.buf_len > 0);
         // what a snapshot writes: every entry of the three runs, in order, the runs kept
         let (base, mid) = (s.base.len(), s.mid.len());
         let merged: Vec<(u16, u32)> =
@@ -741,7 +650,7 @@ mod tests {
         }
         // removals from each run
         let (b, m, n) = (
-            (s.base.lo()[7], s.base.doc()[7]),
+            s.base.iter().nth(7).expect("a base of more than 7 entries"),
             (s.mid.lo()[3], s.mid.doc()[3]),
             (s.pending().0[0], s.pending().1[0]),
         );
@@ -751,26 +660,23 @@ mod tests {
             want.retain(|&e| e != (lo, d));
         }
         assert_eq!(entries(&s), want);
-        assert!(fences_hold(&s));
+        assert!(base_found(&s));
         s.merge_all();
-        assert!(fences_hold(&s));
+        assert!(base_found(&s));
         assert!(s.mid.is_empty() && s.buf_len == 0);
-        assert!(sorted(s.base.lo(), s.base.doc()));
+        assert!(base_sorted(&s));
         assert_eq!(entries(&s), want);
     }
 
     #[test]
-    fn a_base_too_long_for_fences_is_searched_from_the_uniform_guess() {
+    fn a_base_of_more_than_u16_entries_finds_every_key() {
         let n = 70_000u32;
         let lo: Vec<u16> = (0..n)
             .map(|i| (u64::from(i) * 65_536 / u64::from(n)) as u16)
             .collect();
         let doc: Vec<u32> = (0..n).collect();
-        let s = Shard::with_base(lo.len(), |l, d| {
-            l.copy_from_slice(&lo);
-            d.copy_from_slice(&doc);
-        });
-        assert_eq!(s.fences, [0; SEGMENTS]);
+        let s = Shard::from_sorted(&lo, &doc);
+        assert_eq!(s.base_len(), lo.len());
         for key in [0u16, 1, 8_192, 40_000, u16::MAX] {
             let mut got = Vec::new();
             s.for_each(key, true, &mut |d| got.push(d));
@@ -796,7 +702,7 @@ mod tests {
         let expect: Vec<(u16, u32)> = before.into_iter().filter(|&(_, d)| d % 3 != 0).collect();
         assert_eq!(entries(&s), expect);
         assert_eq!((s.mid.len(), s.buf_len, s.base.len()), (0, 0, 666));
-        assert!(fences_hold(&s));
+        assert!(base_found(&s));
         for &(k, d) in &expect {
             let mut got = Vec::new();
             s.for_each(k, false, &mut |x| got.push(x));

@@ -272,20 +272,19 @@ impl Lists {
         lists.base = base;
         let mut presence = Presence::with_bits(bits);
         let mut total = 0u64;
+        // one shard's entries at a time, packed into its base as they are read
+        let (mut lo, mut doc) = (Vec::<u16>::new(), Vec::<u32>::new());
         for (h, sh) in lists.shards.iter_mut().enumerate() {
             let k = r.u32()? as usize;
             total += k as u64;
             if total > postings {
                 return Err(invalid("more entries than postings"));
             }
-            // read straight into the shard's run: no copy of the lists on the way
             r.fits(k, 6)?;
-            let mut read = Ok(());
-            let s = Shard::with_base(k, |lo, doc| {
-                read = r.fill(lo, &mut buf).and_then(|()| r.fill(doc, &mut buf));
-            });
-            read?;
-            let (lo, doc) = s.base();
+            lo.resize(k, 0);
+            doc.resize(k, 0);
+            r.fill(&mut lo, &mut buf)?;
+            r.fill(&mut doc, &mut buf)?;
             let sorted = lo
                 .windows(2)
                 .zip(doc.windows(2))
@@ -297,8 +296,9 @@ impl Lists {
             {
                 return Err(invalid(format!("shard {h} out of order")));
             }
+            let s = Shard::from_sorted(&lo, &doc);
             let top = (h as u32) << (32 - SHARD_BITS);
-            for &l in lo {
+            for &l in &lo {
                 presence.set(top | u32::from(l));
             }
             *sh = s;

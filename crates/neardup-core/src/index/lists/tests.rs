@@ -211,7 +211,7 @@ fn presence_grows_and_finds_every_copy() {
     assert!(lists.presence.bits() > bits, "map did not grow");
     assert_eq!(lists.recent.bits(), lists.presence.bits() - recent::COARSER);
     assert!(
-        (0..4).all(|h| lists.shards[h].base().0.len() > 2 * shard::PENDING),
+        (0..4).all(|h| lists.shards[h].base_len() > 2 * shard::PENDING),
         "no middle run was merged into a base"
     );
     assert_recent_exact(&lists);
@@ -515,7 +515,7 @@ fn runs_merge_and_lookups_skip_only_what_is_in_no_run() {
     let (base, recent): (usize, usize) = lists
         .shards
         .iter()
-        .map(|sh| (sh.base().0.len(), sh.recent_signatures(0).count()))
+        .map(|sh| (sh.base_len(), sh.recent_signatures(0).count()))
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     assert!(base > 0 && recent > 0, "base {base}, recent {recent}");
     let mut live = vec![true; sets.len()];

@@ -328,12 +328,6 @@ impl Base {
         self.n as usize
     }
 
-    /// (smallest, largest) a document of the base may be; (0, 0) when it is empty.
-    #[inline]
-    pub(super) fn bounds(&self) -> (u32, u32) {
-        (self.floor, self.top)
-    }
-
     /// Bytes held (the allocation).
     pub(super) fn bytes(&self) -> usize {
         self.words.len() * 4

@@ -50,7 +50,8 @@
 //!
 //! The lists live in memory only: 65,536 shards by the signature's top 16 bits, each a
 //! sorted base of (low 16 bits, document) pairs packed in about four bytes an entry
-//! ([`base`]: a document as its distance from the base's oldest in three bytes, a key as
+//! ([`base`]: a document as its distance from the base's smallest in the bytes their spread
+//! needs, three below 16.7M numbers apart, a key as
 //! its low 8 bits under a directory of its top 8), a smaller sorted middle run at six bytes
 //! an entry and a buffer of at most 96 new entries ([`shard`]: a full buffer is merged into
 //! the middle run, a grown middle run into the base). Most signatures are on one page

@@ -461,7 +461,7 @@ impl Shard {
     }
 
     /// Calls `f` with every entry, sorted by (low bits, document), the shard left as it is:
-    /// the base itself when nothing is outside it, else the runs merged into new ones as
+    /// the base decoded when nothing is outside it, else merged with the other runs as
     /// [`Shard::flush`] and [`Shard::fold`] merge them. A snapshot writes a shard at a time
     /// this way, so that writing it changes nothing in the lists and holds one shard's copy
     /// at most beside them.
@@ -494,17 +494,13 @@ impl Shard {
         let Some(at) = (start..end).find(|&i| self.base.doc(i) == doc) else {
             return false;
         };
-        let (floor, top) = self.base.bounds();
-        let base = std::mem::take(&mut self.base);
-        self.base = Base::build(
-            base.len() - 1,
-            floor,
-            top,
-            base.iter()
-                .enumerate()
-                .filter(|&(i, _)| i != at)
-                .map(|(_, e)| e),
-        );
+        // packed again from the entries left, so that its smallest and largest document
+        // (and the bytes a document takes) are theirs, not the removed one's
+        let (mut l, mut d) = (Vec::new(), Vec::new());
+        self.base.decode_into(&mut l, &mut d);
+        l.remove(at);
+        d.remove(at);
+        self.base = Base::from_parts(&l, &d);
         true
     }
 

@@ -54,7 +54,6 @@ pub(super) struct Base {
     top: u32,
     /// Bytes a document (1 to 4).
     width: u8,
-    keys: Keys,
 }
 
 /// Where the parts of a base of `n` entries start, in bytes: (keys, directory, end).
@@ -190,6 +189,24 @@ pub(super) fn lower_bound_from(lo: &[u16], key: u16, guess: usize) -> usize {
 }
 
 impl Base {
+    /// The base held in `words`, as [`Base::build`] or [`Base::merge`] wrote it.
+    fn packed(words: Box<[u32]>, n: usize, floor: u32, top: u32, width: u8) -> Base {
+        let n = u32::try_from(n).expect("a base holds fewer than 2^32 entries");
+        Base {
+            words,
+            n,
+            floor,
+            top,
+            width,
+        }
+    }
+
+    /// How the keys are kept (decided by the number of entries).
+    #[inline]
+    fn layout(&self) -> Keys {
+        keys_for(self.len())
+    }
+
     /// A base of the `n` entries `entries` yields, sorted by (low bits, document), every
     /// document within `floor..=top`. Panics if `entries` yields another number of entries
     /// (a caller's defect: the bases would lose or invent entries).
@@ -230,14 +247,7 @@ impl Base {
                 put_slot(bytes, keys, dir_at, b, at);
             }
         }
-        Base {
-            words,
-            n: n as u32,
-            floor,
-            top,
-            width,
-            keys,
-        }
+        Base::packed(words, n, floor, top, width)
     }
 
     /// This base with the entries of the sorted run (`lo`, `doc`), none of them in it,
@@ -261,7 +271,7 @@ impl Base {
         }
         let width = width_for(top - floor);
         let keys = keys_for(n);
-        if floor != self.floor || width != self.width || keys != self.keys {
+        if floor != self.floor || width != self.width || keys != self.layout() {
             return Base::build(n, floor, top, merged(self.iter(), lo, doc));
         }
         let w = usize::from(width);
@@ -300,14 +310,7 @@ impl Base {
                 put_slot(out, keys, dir_at, b, self.dir(b) as u32 + before);
             }
         }
-        Base {
-            words,
-            n: n as u32,
-            floor,
-            top,
-            width,
-            keys,
-        }
+        Base::packed(words, n, floor, top, width)
     }
 
     /// A base of the entries `(lo[i], doc[i])`, sorted by (low bits, document).
@@ -357,7 +360,7 @@ impl Base {
     /// The whole 16-bit keys (a base kept as [`Keys::Whole`]).
     #[inline]
     fn keys16(&self) -> &[u16] {
-        debug_assert_eq!(self.keys, Keys::Whole);
+        debug_assert_eq!(self.layout(), Keys::Whole);
         let at = self.keys_at() / 4;
         let n = self.len();
         let words = &self.words[at..at + n.div_ceil(2)];
@@ -377,9 +380,9 @@ impl Base {
     /// Where the keys with top byte `b` start (`b` in `0..=256`; 256 gives the length).
     #[inline]
     fn dir(&self, b: usize) -> usize {
-        let (_, dir_at, _) = offsets(self.len(), usize::from(self.width), self.keys);
+        let (_, dir_at, _) = offsets(self.len(), usize::from(self.width), self.layout());
         let raw = self.raw();
-        match self.keys {
+        match self.layout() {
             Keys::Narrow => usize::from(u16::from_le_bytes([
                 raw[dir_at + 2 * b],
                 raw[dir_at + 2 * b + 1],
@@ -397,8 +400,8 @@ impl Base {
     /// The address of the directory's slot for top byte `b`.
     #[inline]
     fn dir_ptr(&self, b: usize) -> *const u8 {
-        let (_, dir_at, _) = offsets(self.len(), usize::from(self.width), self.keys);
-        let slot = if self.keys == Keys::Narrow { 2 } else { 4 };
+        let (_, dir_at, _) = offsets(self.len(), usize::from(self.width), self.layout());
+        let slot = if self.layout() == Keys::Narrow { 2 } else { 4 };
         self.raw().as_ptr().wrapping_add(dir_at + slot * b)
     }
 
@@ -409,7 +412,7 @@ impl Base {
         if self.n == 0 {
             return (0, 0);
         }
-        match self.keys {
+        match self.layout() {
             Keys::Whole => {
                 let keys = self.keys16();
                 let start = lower_bound(keys, lo);
@@ -444,7 +447,7 @@ impl Base {
         if self.n == 0 || first > last {
             return false;
         }
-        match self.keys {
+        match self.layout() {
             Keys::Whole => {
                 let keys = self.keys16();
                 let i = lower_bound(keys, first);
@@ -480,7 +483,7 @@ impl Base {
         if n == 0 {
             return;
         }
-        match self.keys {
+        match self.layout() {
             Keys::Whole => {
                 let guess = ((usize::from(lo) * n) >> 16).min(n - 1);
                 let at = self.keys16().as_ptr();
@@ -498,7 +501,7 @@ impl Base {
     /// search of whole keys reads.
     #[inline]
     pub(super) fn prefetch_bucket(&self, lo: u16) {
-        if self.keys == Keys::Whole || self.n == 0 {
+        if self.layout() == Keys::Whole || self.n == 0 {
             return;
         }
         let b = usize::from(lo >> 8);
@@ -526,7 +529,7 @@ impl Base {
             base: self,
             i: 0,
             bucket: 0,
-            next_bucket_at: if self.keys == Keys::Whole || self.n == 0 {
+            next_bucket_at: if self.layout() == Keys::Whole || self.n == 0 {
                 usize::MAX
             } else {
                 self.dir(1)
@@ -571,7 +574,7 @@ impl Iterator for KeyIter<'_> {
         }
         let i = self.i;
         self.i += 1;
-        if b.keys == Keys::Whole {
+        if b.layout() == Keys::Whole {
             return Some(b.keys16()[i]);
         }
         while i >= self.next_bucket_at {
@@ -694,7 +697,7 @@ mod tests {
         agrees(&want);
         let lo: Vec<u16> = want.iter().map(|e| e.0).collect();
         let doc: Vec<u32> = want.iter().map(|e| e.1).collect();
-        assert_eq!(Base::from_parts(&lo, &doc).keys, Keys::NarrowWide);
+        assert_eq!(Base::from_parts(&lo, &doc).layout(), Keys::NarrowWide);
     }
 
     #[test]

@@ -494,13 +494,7 @@ impl Shard {
         let Some(at) = (start..end).find(|&i| self.base.doc(i) == doc) else {
             return false;
         };
-        // packed again from the entries left, so that its smallest and largest document
-        // (and the bytes a document takes) are theirs, not the removed one's
-        let (mut l, mut d) = (Vec::new(), Vec::new());
-        self.base.decode_into(&mut l, &mut d);
-        l.remove(at);
-        d.remove(at);
-        self.base = Base::from_parts(&l, &d);
+        self.base = self.base.without(at);
         true
     }
 

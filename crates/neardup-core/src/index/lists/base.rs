@@ -33,11 +33,9 @@ use super::layout::prefetch;
 pub(super) const BUCKETED_MIN: usize = 512;
 
 /// How the keys of a base are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keys {
     /// Whole 16-bit keys, no directory.
-    #[default]
     Whole,
     /// Low 8 bits a key, a directory of 16-bit positions.
     Narrow,
@@ -191,7 +189,8 @@ pub(super) fn lower_bound_from(lo: &[u16], key: u16, guess: usize) -> usize {
 }
 
 impl Base {
-    /// The base held in `words`, as [`Base::build`] or [`Base::merge`] wrote it.
+    /// The base held in `words`, as [`Base::build`], [`Base::merge`] or [`Base::without`]
+    /// wrote it.
     fn packed(words: Box<[u32]>, n: usize, floor: u32, top: u32, width: u8) -> Base {
         let n = u32::try_from(n).expect("a base holds fewer than 2^32 entries");
         Base {
@@ -315,9 +314,9 @@ impl Base {
         Base::packed(words, n, floor, top, width)
     }
 
-    /// This base without its entry at position `at` (`at < len`). A base that loses its
-    /// smallest document, or whose key layout changes with one entry fewer, is packed
-    /// again from the entries left, so that the bytes a document takes follow the pages
+    /// This base without its entry at position `at` (`at < len`). A base that loses an
+    /// entry of its smallest document, its last entry, or its key layout with one entry
+    /// fewer is packed again from the entries left, so that the bytes a document takes follow the pages
     /// it still holds (a window removes the oldest pages, and a smallest document kept
     /// after its page left would widen every document once the newest are 2^24 numbers
     /// on). Otherwise the entries either side are copied whole and the directory's slots
@@ -814,13 +813,15 @@ mod tests {
             (5, 1, 0),
             (6, 2, 5),
             (7, 11_600, 12_000_000),
+            (8, 70_000, 90_000_000),
         ] {
             let all = entries(n, 65_536, 1_000, spread, seed);
             let (lo, doc): (Vec<u16>, Vec<u32>) = all.iter().copied().unzip();
             let b = Base::from_parts(&lo, &doc);
             let floor_at = (0..all.len()).find(|&i| all[i].1 == b.floor).unwrap();
+            let top_at = (0..all.len()).find(|&i| all[i].1 == b.top).unwrap();
             let mut x = seed;
-            let picks = [0, all.len() - 1, all.len() / 2, floor_at]
+            let picks = [0, all.len() - 1, all.len() / 2, floor_at, top_at]
                 .into_iter()
                 .chain((0..20).map(|_| (rng(&mut x) % all.len() as u64) as usize));
             for at in picks {
@@ -839,8 +840,13 @@ mod tests {
                 }
                 // the smallest document stays exact, so the width follows the pages held
                 assert_eq!(out.floor, wdoc.iter().copied().min().unwrap_or(0));
-                if at != floor_at && keys_for(want.len()) == b.layout() && n > 1 {
-                    assert_eq!(out.width, b.width, "copied, not packed again");
+                let copied = all[at].1 != b.floor && keys_for(want.len()) == b.layout() && n > 1;
+                if copied {
+                    // the largest document kept as a bound, where packing again takes the
+                    // largest left: the copy's mark when the base's newest entry goes
+                    assert_eq!((out.top, out.width), (b.top, b.width), "copied");
+                } else {
+                    assert_eq!(out.top, wdoc.iter().copied().max().unwrap_or(0), "packed");
                 }
             }
         }

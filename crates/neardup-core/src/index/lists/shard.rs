@@ -14,7 +14,7 @@
 //! entry is moved about `2·√(|base|/(2·PENDING))` times (16 at 10M, 5 at 1M), for one more
 //! short search a lookup. Runs are rebuilt into allocations of exactly their size: the
 //! middle run at six bytes an entry, copying the stretches between new entries whole, the
-//! base packed anew.
+//! base likewise while its packing stays, and packed anew when it changes.
 //!
 //! The header is one cache line: a run is one allocation (its documents, then its keys), so
 //! it takes one pointer and a length instead of two of each, and the buffer is one

@@ -6,7 +6,13 @@
 //! measured 25 % faster on transparent huge pages (1M: 16–26 %). The C library's allocator
 //! asks the kernel for them (`madvise(MADV_HUGEPAGE)` on its heaps) only when the
 //! `glibc.malloc.hugetlb=1` tunable is in `GLIBC_TUNABLES`, which it reads once, when the
-//! process starts. So [`use_huge_pages`], first thing in `main`, starts the binary again in
+//! process starts. The tunable covers the allocator's main heap and the blocks it maps by
+//! themselves, not the heaps of other threads: `neardup dedup` and `neardup-lab index`
+//! decide on the main thread and keep their lists on huge pages, while the deciding thread
+//! of `neardup run` keeps most of its lists on 4 KiB pages (putting them on huge pages did
+//! not change its rate through Kafka measurably:
+//! docs/benchmarks/2026-12-01-decider-machine-state.md).
+//! So [`use_huge_pages`], first thing in `main`, starts the binary again in
 //! the same process (`execve` of `/proc/self/exe`: same pid, arguments, descriptors and
 //! environment) with the tunable added, unless `GLIBC_TUNABLES` is already set: an operator
 //! who sets it (even to `glibc.malloc.hugetlb=0`) decides. Stop signals that arrive while

@@ -67,8 +67,7 @@ impl Kept<'_> {
         if let Some(st) = self.s.child.try_wait().unwrap() {
             let log = std::fs::read_to_string(&self.s.log).unwrap_or_default();
             // the log's last lines, where the stage's error is, come last in the message
-            let tail: Vec<&str> = log.lines().rev().take(12).collect();
-            let tail = tail.into_iter().rev().collect::<Vec<_>>().join("\n");
+            let tail = log_tail(&self.s, 12);
             // the exits a restart is the answer to: an open transaction that cannot commit
             // (code 3), and the broker fencing the stage's static member when its group's
             // coordinator moved (code 2: the client's consumer cannot go on after a fence)
@@ -107,6 +106,13 @@ impl Kept<'_> {
     }
 }
 
+/// The last `n` lines of the stage's log.
+fn log_tail(s: &Stage, n: usize) -> String {
+    let log = std::fs::read_to_string(&s.log).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(n).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
 /// Waits until the stage answered `more` records beyond `from` (or every one of `total`,
 /// when the feed ended first); returns how long it took.
 fn answering(k: &mut Kept, from: f64, more: f64, total: usize, what: &str) -> Duration {
@@ -129,11 +135,9 @@ fn answering(k: &mut Kept, from: f64, more: f64, total: usize, what: &str) -> Du
                     std::fs::write("/tmp/cluster-stuck-bt.txt", &o.stdout).ok();
                 }
             }
-            let log = std::fs::read_to_string(&s.log).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(80).collect();
             panic!(
                 "timed out waiting for {what}; the stage's log ends:\n{}",
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                log_tail(s, 80)
             );
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -266,13 +270,24 @@ fn faults_while_pages_arrive(guarantee: &str) {
     stop_feed.store(true, std::sync::atomic::Ordering::Relaxed);
     let records = feed.join().unwrap();
     let ids = ids(&records);
-    k.outputs();
-    eprintln!("{guarantee}: {} restarts", k.restarts.len());
-
     let reader = c.any();
-    wait_until(Duration::from_secs(600), "every input answered", || {
-        answers(&reader.read(&OUTPUTS, ids.len(), Duration::from_secs(30))).len() >= ids.len()
-    });
+    // the stage is kept through this wait too: a fault's exit (code 3 after the last node's
+    // restart, say) is restarted, as an orchestrator restarts it, and the restart answers
+    let t = Instant::now();
+    loop {
+        k.outputs();
+        if answers(&reader.read(&OUTPUTS, ids.len(), Duration::from_secs(30))).len() >= ids.len() {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(600) {
+            panic!(
+                "timed out waiting for every input answered; the stage's log ends:\n{}",
+                log_tail(&k.s, 80)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("{guarantee}: {} restarts", k.restarts.len());
     if guarantee == "exactly-once" {
         stop_and_check_exactly_once(reader, [&mut k.s], &OUTPUTS, ids.clone());
     } else {

@@ -254,16 +254,13 @@ fn killed_signer_killed_decider_and_a_lost_index_lose_nothing_and_change_nothing
         "{log}"
     );
     // the second third arrives over about 3 s, so that the kill lands while it is decided
-    let feed = {
-        let (addr, second) = (b.addr(), second.to_vec());
-        std::thread::spawn(move || {
-            let p = producer(&addr);
-            for chunk in second.chunks(10) {
-                send_all(&p, "pages", chunk);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
+    let feed = feed_paced(
+        &b.addr(),
+        "pages",
+        second.to_vec(),
+        10,
+        Duration::from_millis(100),
+    );
 
     // killed again, and its index directory lost with it
     wait_until(Duration::from_secs(120), "deciding under way again", || {
@@ -538,16 +535,13 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
     let (records, bad) = inputs(env_or("NEARDUP_EOS_STORIES", 1500));
     let ids = ids(&records);
     // the input arrives while the roles are killed: 125 records a second, about 36 s
-    let feed = {
-        let (addr, records) = (b.addr(), records.clone());
-        std::thread::spawn(move || {
-            let p = producer(&addr);
-            for chunk in records.chunks(25) {
-                send_all(&p, "pages", chunk);
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        })
-    };
+    let feed = feed_paced(
+        &b.addr(),
+        "pages",
+        records.clone(),
+        25,
+        Duration::from_millis(200),
+    );
     let mut stages: Vec<Stage> = (0..3).map(|w| start(w, 0)).collect();
     let mut worked = 0;
     // 7, 7 and 6 kills; a third during start-up or the group join, the rest once it works
@@ -640,16 +634,13 @@ fn a_standby_decider_takes_over_from_a_killed_and_from_a_paused_decider_exactly_
     let (records, bad) = inputs(env_or("NEARDUP_STANDBY_STORIES", 3000));
     let ids = ids(&records);
     // 100 records a second, about 90 s
-    let feed = {
-        let (addr, records) = (b.addr(), records.clone());
-        std::thread::spawn(move || {
-            let p = producer(&addr);
-            for chunk in records.chunks(20) {
-                send_all(&p, "pages", chunk);
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        })
-    };
+    let feed = feed_paced(
+        &b.addr(),
+        "pages",
+        records.clone(),
+        20,
+        Duration::from_millis(200),
+    );
     // the deciding one: its standby gauge is 0 and it has written
     let standby_gauge = |s: &Stage| -> Option<f64> {
         let (_, body) = s.get("/metrics")?;

@@ -3,7 +3,9 @@
 //! aggregator`) decide as `neardup dedup` does over the signed topic's order; a shard and
 //! the aggregator killed and started again (their state read again from the topics) change
 //! no decision; with exactly-once, twenty SIGKILLs spread over the signer, both shards and
-//! the aggregator leave every input answered once as a read_committed consumer sees it.
+//! the aggregator leave every input answered once as a read_committed consumer sees it; on a
+//! three-node cluster, the node that coordinates the roles' groups SIGKILLed, under each
+//! guarantee.
 
 mod common;
 
@@ -72,6 +74,11 @@ fn topics_create(b: &Broker) {
 
 /// Role `what` (0 the signer, 1..=SHARDS the shards, then the aggregator), its `n`-th start.
 fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage {
+    start_at(&b.addr(), dir, what, n, extra)
+}
+
+/// [`start`] against the bootstrap list `brokers`.
+fn start_at(brokers: &str, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage {
     let shards = SHARDS.to_string();
     let shard = what.saturating_sub(1).to_string();
     let (name, mut args): (String, Vec<&str>) = match what {
@@ -89,8 +96,8 @@ fn start(b: &Broker, dir: &Path, what: usize, n: usize, extra: &[&str]) -> Stage
         ),
     };
     args.extend(extra);
-    Stage::start(
-        b,
+    Stage::start_at(
+        brokers,
         &dir.join(format!("{name}-unused")),
         &dir.join(format!("{name}-{n}.log")),
         &args,
@@ -555,16 +562,13 @@ fn twenty_kills_of_the_signer_shards_and_aggregator_with_exactly_once_answer_eve
     let eos = ["--guarantee", "exactly-once"];
     let (records, _) = inputs(0, env_or("NEARDUP_EOS_STORIES", 1000));
     let ids = ids(&records);
-    let feed = {
-        let (addr, records) = (b.addr(), records.clone());
-        std::thread::spawn(move || {
-            let p = producer(&addr);
-            for chunk in records.chunks(25) {
-                send_all(&p, "pages", chunk);
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        })
-    };
+    let feed = feed_paced(
+        &b.addr(),
+        "pages",
+        records.clone(),
+        25,
+        Duration::from_millis(200),
+    );
     let mut stages: Vec<Stage> = (0..ROLES).map(|w| start(&b, d, w, 0, &eos)).collect();
     let mut worked = 0;
     for (k, kill) in kill_schedule(20, ROLES, 0x9E37_79B9_7F4A_7C15)
@@ -776,4 +780,131 @@ fn a_standby_of_each_shard_and_of_the_aggregator_takes_over_a_killed_or_paused_o
         "take-overs: shard 0 after SIGKILL {:.1} s, the aggregator after SIGKILL {:.1} s, shard 1 after SIGSTOP {:.1} s",
         takeovers[0], takeovers[1], takeovers[2]
     );
+}
+
+/// The four roles on a three-node cluster (replication factor 3, min.insync.replicas 2, the
+/// topics as `neardup topics create --shards` makes them there), while pages arrive: the
+/// node that coordinates every role's group SIGKILLed. A role whose open transaction cannot
+/// commit exits with code 3 (an error the fault causes, or a transaction call the client
+/// never ends, which the watchdog ends after 60 s of running time: without it such a role
+/// would wait for ever) and is started again, as its pod would be; any other exit fails
+/// the test. Every input is answered (under exactly-once once, as a read_committed consumer
+/// sees it; under at-least-once a repeat is byte-identical), with the decisions of one
+/// decider over the signed order.
+fn the_roles_with_the_coordinator_killed(guarantee: &str) {
+    let _g = serial();
+    let mut c = Cluster::start();
+    c.create_topics(&[("pages", 4)]);
+    let addr = c.addr();
+    output_ok(
+        neardup()
+            .args(["topics", "create", "--brokers", &addr])
+            .args(["--partitions", "3", "--shards", &SHARDS.to_string()]),
+        "topics create --shards",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = ["--guarantee", guarantee];
+    let (records, _) = inputs(0, 600);
+    let mut stages: Vec<Stage> = (0..ROLES)
+        .map(|w| start_at(&addr, d, w, 0, &args))
+        .collect();
+    for s in &stages {
+        s.wait_ready(Duration::from_secs(120));
+    }
+    let mut starts = [0usize; ROLES];
+    // a role that exited is started again when its exit is the one a restart answers
+    let keep = |stages: &mut Vec<Stage>, starts: &mut [usize; ROLES]| {
+        for w in 0..ROLES {
+            let Some(st) = stages[w].child.try_wait().unwrap() else {
+                continue;
+            };
+            let log = std::fs::read_to_string(&stages[w].log).unwrap_or_default();
+            let last = log
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("neardup: error:") || l.contains("\"level\":\"ERROR\""))
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                st.code() == Some(3),
+                "role {w} exited with {st}, not with an open transaction that cannot commit; \
+                 its log:\n{log}"
+            );
+            starts[w] += 1;
+            eprintln!(
+                "{guarantee}: role {w} exited with {st}: start {}; its error: {last}",
+                starts[w]
+            );
+            stages[w] = start_at(&addr, d, w, starts[w], &args);
+        }
+    };
+    let feed = feed_paced(
+        &addr,
+        "pages",
+        records.clone(),
+        10,
+        Duration::from_millis(250),
+    );
+    wait_until(Duration::from_secs(180), "the first outputs", || {
+        stages[AGGREGATOR].metric("neardup_records_out_total", "") >= 100.0
+    });
+    let victim = c
+        .leader("__consumer_offsets", 0)
+        .expect("a group coordinator");
+    c.nodes[victim].stop();
+    let killed = std::time::Instant::now();
+    let reader = c.any();
+    loop {
+        keep(&mut stages, &mut starts);
+        let n = answers(&reader.read(&OUTPUTS, usize::MAX, Duration::from_secs(30))).len();
+        if n >= records.len() {
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(600),
+            "timed out waiting for every input answered ({n} of {})",
+            records.len()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    feed.join().unwrap();
+    eprintln!(
+        "{guarantee}: node {} (group coordinator) SIGKILLed: every input answered {:.1} s \
+         later, {} restarts",
+        victim + 1,
+        killed.elapsed().as_secs_f64(),
+        starts.iter().sum::<usize>()
+    );
+    let mut ids = ids(&records);
+    let outs = if guarantee == "exactly-once" {
+        let (outs, all) = stop_and_check_exactly_once(reader, &mut stages, &OUTPUTS, ids);
+        ids = all;
+        outs
+    } else {
+        stop_all(&mut stages);
+        let outs = reader.read(&OUTPUTS, usize::MAX, Duration::from_secs(120));
+        for o in outs.iter().filter(|o| o.topic == "pages-dead-letter") {
+            ids.insert(o.source());
+        }
+        let (first, repeats) = first_outputs(&outs, &ids);
+        assert_eq!(first.len(), records.len());
+        eprintln!("{guarantee}: {repeats} repeats (byte-identical)");
+        outs
+    };
+    assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
+    assert_eq!(
+        decisions(&outs),
+        file_mode(&signed_order(reader, &records), d)
+    );
+}
+
+#[test]
+fn the_roles_on_a_three_node_cluster_answer_every_input_once_with_the_coordinator_killed() {
+    the_roles_with_the_coordinator_killed("exactly-once");
+}
+
+#[test]
+fn the_roles_on_a_three_node_cluster_lose_nothing_at_least_once_with_the_coordinator_killed() {
+    the_roles_with_the_coordinator_killed("at-least-once");
 }

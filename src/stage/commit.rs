@@ -43,22 +43,37 @@ pub(super) struct Transactions {
 }
 
 /// How long one attempt at a transaction call may take (a retriable failure is tried again).
-const TRANSACTION_CALL: Duration = Duration::from_secs(10);
+/// Shared by the stage and the roles of a sharded decider: well inside the watchdog's
+/// deadline, so that only a call the client never ends meets it.
+pub(super) const TRANSACTION_CALL: Duration = Duration::from_secs(10);
 
 /// Runs a transaction call on this thread (the runtime moves its other tasks away), again
 /// while it fails in a way the client calls retriable; each attempt under the watchdog's
-/// deadline ([`super::watchdog`]).
+/// deadline ([`watched`]).
 pub(super) fn transaction_call(
     what: &str,
     txn: &Transactions,
-    mut call: impl FnMut() -> Result<(), KafkaError>,
+    call: impl FnMut() -> Result<(), KafkaError>,
 ) -> Result<()> {
     tokio::task::block_in_place(|| {
-        retrying(what, &txn.id, || {
-            let _watch = super::watchdog::watch(what, &txn.id);
-            call()
-        })
-        .map_err(|e| transaction_error(what, txn, e))
+        watched(what, &txn.id, call).map_err(|e| transaction_error(what, txn, e))
+    })
+}
+
+/// [`retrying`] with each attempt under the watchdog's deadline ([`super::watchdog`]): a
+/// call the client never ends (adding offsets to a transaction after the node that
+/// coordinated the group died) ends the process with exit code 3 instead of stalling it.
+/// For the calls that talk to the coordinators within a transaction (begin, add the
+/// offsets, commit), each given [`TRANSACTION_CALL`]; shared by the stage and the roles of
+/// a sharded decider.
+pub(super) fn watched(
+    what: &str,
+    transactional_id: &str,
+    mut call: impl FnMut() -> Result<(), KafkaError>,
+) -> Result<(), KafkaError> {
+    retrying(what, transactional_id, || {
+        let _watch = super::watchdog::watch(what, transactional_id);
+        call()
     })
 }
 

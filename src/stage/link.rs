@@ -18,14 +18,15 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::commit::retrying;
+use super::commit::{retrying, watched, TRANSACTION_CALL};
 use super::kafka::StageContext;
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
 use crate::config::Guarantee;
 use crate::telemetry::{self as tm, Health};
 
-/// How long a transaction call, a flush or a commit may take.
+/// How long starting the transactions, a flush or a commit of offsets may take (the calls
+/// within a transaction take [`TRANSACTION_CALL`] an attempt).
 const CALL: Duration = Duration::from_secs(60);
 
 /// Records sent before a commit is due, whatever the interval.
@@ -360,9 +361,11 @@ impl Link {
             // a call that fails in a way the client calls retriable is made again, as the
             // stage's are
             let (p, id) = (&self.producer, self.id.as_str());
+            // each attempt under the watchdog, as the stage's: the client can wait without
+            // end to add the offsets when the node that coordinated the group died
             if !self.open {
                 let what = "beginning a transaction";
-                retrying(what, id, || p.begin_transaction()).map_err(|e| fault(what, e))?;
+                watched(what, id, || p.begin_transaction()).map_err(|e| fault(what, e))?;
                 self.open = true;
             }
             let group = self
@@ -370,12 +373,13 @@ impl Link {
                 .group_metadata()
                 .context("the consumer has no group metadata")?;
             let what = "adding the offsets to the transaction";
-            retrying(what, id, || {
-                p.send_offsets_to_transaction(&tpl, &group, CALL)
+            watched(what, id, || {
+                p.send_offsets_to_transaction(&tpl, &group, TRANSACTION_CALL)
             })
             .map_err(|e| fault(what, e))?;
             let what = "committing the transaction";
-            retrying(what, id, || p.commit_transaction(CALL)).map_err(|e| fault(what, e))?;
+            watched(what, id, || p.commit_transaction(TRANSACTION_CALL))
+                .map_err(|e| fault(what, e))?;
             self.open = false;
             metrics::counter!(tm::TRANSACTIONS).increment(1);
             metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS)

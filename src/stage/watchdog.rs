@@ -3,7 +3,9 @@
 //! Each transaction call is given a timeout, but the client does not always keep it: adding
 //! the input offsets to a transaction waits without a bound when the group's coordinator was
 //! a node that left the cluster (the client keeps asking the node it had cached, and nothing
-//! wakes the request again). The stage then answers nothing more while every thread idles.
+//! wakes the request again). The stage, or a role of a sharded decider, then answers
+//! nothing more while every thread idles. Both make these calls through
+//! [`super::commit::watched`].
 //!
 //! A call that has not returned after [`STALL`] of the process's own running time cannot
 //! commit anyway: by then the broker has aborted its transaction (the transaction timeout,

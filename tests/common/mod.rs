@@ -643,6 +643,26 @@ pub fn produce_to(addr: &str, topic: &str, records: &[Input]) {
     send_all(&p, topic, records);
 }
 
+/// Sends `records` to `topic` of the brokers at `addr` from a thread of its own, `chunk` at
+/// a time with a pause after each (pages that arrive while a test kills and starts
+/// processes).
+pub fn feed_paced(
+    addr: &str,
+    topic: &str,
+    records: Vec<Input>,
+    chunk: usize,
+    pause: Duration,
+) -> std::thread::JoinHandle<()> {
+    let (addr, topic) = (addr.to_string(), topic.to_string());
+    std::thread::spawn(move || {
+        let p = producer(&addr);
+        for c in records.chunks(chunk) {
+            send_all(&p, &topic, c);
+            std::thread::sleep(pause);
+        }
+    })
+}
+
 /// An idempotent producer to the broker at `addr`.
 pub fn producer(addr: &str) -> BaseProducer {
     ClientConfig::new()

@@ -310,7 +310,7 @@ fn faults_while_pages_arrive(guarantee: &str) {
 
 /// With the group coordinator's node SIGKILLed, the client can wait for ever to add the input
 /// offsets to a transaction (it keeps asking the node that left); the stage's watchdog ends
-/// such a call after 60 s of running time, the process exits with code 3 and is restarted,
+/// such a call after 30 s of running time, the process exits with code 3 and is restarted,
 /// as an orchestrator restarts it.
 #[test]
 fn exactly_once_on_a_three_node_cluster_survives_a_node_killed_leaders_moved_and_a_rolling_restart()

@@ -14,6 +14,7 @@ use tracing::warn;
 use super::flow::Generation;
 use super::kafka::{StageContext, TxnSync};
 use super::restart::DecideAgain;
+use super::watchdog::TRANSACTION_CALL;
 use crate::telemetry as tm;
 
 /// Input positions: (topic, partition) → the next offset to read.
@@ -42,11 +43,6 @@ pub(super) struct Transactions {
     pub(super) sync: Arc<TxnSync>,
 }
 
-/// How long one attempt at a transaction call may take (a retriable failure is tried again).
-/// Shared by the stage and the roles of a sharded decider: well inside the watchdog's
-/// deadline, so that only a call the client never ends meets it.
-pub(super) const TRANSACTION_CALL: Duration = Duration::from_secs(10);
-
 /// Runs a transaction call on this thread (the runtime moves its other tasks away), again
 /// while it fails in a way the client calls retriable; each attempt under the watchdog's
 /// deadline ([`watched`]).
@@ -64,7 +60,7 @@ pub(super) fn transaction_call(
 /// call the client never ends (adding offsets to a transaction after the node that
 /// coordinated the group died) ends the process with exit code 3 instead of stalling it.
 /// For the calls that talk to the coordinators within a transaction (begin, add the
-/// offsets, commit), each given [`TRANSACTION_CALL`]; shared by the stage and the roles of
+/// offsets, commit), each given [`TRANSACTION_CALL`] an attempt; shared by the stage and the roles of
 /// a sharded decider.
 pub(super) fn watched(
     what: &str,

@@ -18,10 +18,11 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::commit::{retrying, watched, TRANSACTION_CALL};
+use super::commit::{retrying, watched};
 use super::kafka::StageContext;
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
+use super::watchdog::TRANSACTION_CALL;
 use crate::config::Guarantee;
 use crate::telemetry::{self as tm, Health};
 

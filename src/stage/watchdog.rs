@@ -7,12 +7,13 @@
 //! nothing more while every thread idles. Both make these calls through
 //! [`super::commit::watched`].
 //!
-//! A call that has not returned after [`STALL`] of the process's own running time cannot
-//! commit anyway: by then the broker has aborted its transaction (the transaction timeout,
-//! [`super::kafka::TRANSACTION_TIMEOUT`], is as long). So the process exits with
-//! [`EXIT_STALLED`], and the restart begins as after any crash: it fences this process's
-//! transactional id, the broker's abort stands, and the records of the aborted transaction
-//! are decided again from the committed positions. Time is counted in ticks of a thread that
+//! Each attempt is given [`TRANSACTION_CALL`], and the client returns by then unless it waits
+//! without end: a call that has not returned after [`STALL`] (three times as long) of the
+//! process's own running time is that wait. So the process exits with [`EXIT_STALLED`], and
+//! the restart begins as after a SIGKILL at the same moment: it fences this process's
+//! transactional id, which aborts the open transaction (the broker would abort it after the
+//! transaction timeout, [`super::kafka::TRANSACTION_TIMEOUT`], in any case), and the records
+//! of the aborted transaction are decided again from the committed positions. Time is counted in ticks of a thread that
 //! sleeps one second at a time, so the time a process spends paused (SIGSTOP, a frozen
 //! container) is not counted: a paused process that comes back is fenced by its successor,
 //! as before, rather than ended by its own clock.
@@ -24,8 +25,13 @@ use std::time::Duration;
 
 use tracing::error;
 
-/// How long a transaction call may take, in the process's running time.
-pub const STALL: Duration = super::kafka::TRANSACTION_TIMEOUT;
+/// How long one attempt at a transaction call is given (a retriable failure is tried again);
+/// the stage and the roles of a sharded decider give it to each call they watch.
+pub const TRANSACTION_CALL: Duration = Duration::from_secs(10);
+
+/// How long a transaction call may take, in the process's running time: three times the
+/// timeout it was given.
+pub const STALL: Duration = TRANSACTION_CALL.saturating_mul(3);
 
 /// The exit code of a process that stopped on a stalled transaction call.
 pub const EXIT_STALLED: i32 = super::restart::EXIT_DECIDE_AGAIN as i32;
@@ -67,9 +73,10 @@ pub fn watch(what: &str, transactional_id: &str) -> Watch {
                     error!(
                         call = %c.0, transactional_id = %c.1, seconds = STALL.as_secs(),
                         "exactly-once: a transaction call has not returned in {} s of running \
-                         time (the client waits for a coordinator it no longer asks); its \
-                         transaction is aborted by the broker by now: the process exits \
-                         (code {EXIT_STALLED}) so that a restart decides its records again",
+                         time (the client waits for a coordinator it no longer asks): the \
+                         process exits (code {EXIT_STALLED}) so that a restart decides its \
+                         records again (its start fences this transactional id, which aborts \
+                         the open transaction)",
                         STALL.as_secs()
                     );
                     std::process::exit(EXIT_STALLED);

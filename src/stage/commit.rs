@@ -44,39 +44,61 @@ pub(super) struct Transactions {
 }
 
 /// Runs a transaction call on this thread (the runtime moves its other tasks away), again
-/// while it fails in a way the client calls retriable; each attempt under the watchdog's
-/// deadline ([`watched`]).
+/// while it fails in a way the client calls retriable; each attempt given `timeout` and
+/// under the watchdog's deadline ([`watched`]).
 pub(super) fn transaction_call(
     what: &str,
     txn: &Transactions,
-    call: impl FnMut() -> Result<(), KafkaError>,
+    timeout: Duration,
+    call: impl FnMut(Duration) -> Result<(), KafkaError>,
 ) -> Result<()> {
     tokio::task::block_in_place(|| {
-        watched(what, &txn.id, call).map_err(|e| transaction_error(what, txn, e))
+        watched(what, &txn.id, timeout, call).map_err(|e| transaction_error(what, txn, e))
     })
 }
 
-/// [`retrying`] with each attempt under the watchdog's deadline ([`super::watchdog`]): a
-/// call the client never ends (adding offsets to a transaction after the node that
-/// coordinated the group died) ends the process with exit code 3 instead of stalling it.
-/// For the calls that talk to the coordinators within a transaction (begin, add the
-/// offsets, commit), each given [`TRANSACTION_CALL`] an attempt; shared by the stage and the roles of
-/// a sharded decider.
+/// [`retrying`] with each attempt given `timeout` (the call receives it) and under the
+/// watchdog's deadline, three times that ([`super::watchdog`]): a call the client never
+/// ends (adding offsets to a transaction after the node that coordinated the group died)
+/// ends the process with exit code 3 instead of stalling it. The calls within a
+/// transaction (begin, add the offsets, commit) are given [`TRANSACTION_CALL`]; shared by
+/// the stage and the roles of a sharded decider.
 pub(super) fn watched(
     what: &str,
     transactional_id: &str,
-    mut call: impl FnMut() -> Result<(), KafkaError>,
+    timeout: Duration,
+    mut call: impl FnMut(Duration) -> Result<(), KafkaError>,
 ) -> Result<(), KafkaError> {
-    retrying(what, transactional_id, || {
-        let _watch = super::watchdog::watch(what, transactional_id);
-        call()
-    })
+    let started = Instant::now();
+    let r = retrying(what, transactional_id, || {
+        let _watch = super::watchdog::watch(what, transactional_id, timeout);
+        call(timeout)
+    });
+    slow(what, started);
+    r
+}
+
+/// A call past this is logged with its time: the process answered nothing meanwhile.
+pub(super) const SLOW_CALL: Duration = Duration::from_secs(1);
+
+/// Logs a call that took longer than [`SLOW_CALL`] (begun at `started`), so that a stall
+/// after a fault of the brokers shows where the time went.
+pub(super) fn slow(what: &str, started: Instant) {
+    let took = started.elapsed();
+    if took > SLOW_CALL {
+        warn!(
+            seconds = took.as_secs_f64(),
+            "{what} took {:.1} s (a node of the \
+            brokers gone, its leaders or the group's coordinator moving)",
+            took.as_secs_f64()
+        );
+    }
 }
 
 /// Makes a transaction call until it succeeds or fails in a way the client does not call
 /// retriable (the client's documented answer to a retriable failure is the same call again).
 /// Shared by the stage and the roles of a sharded decider.
-pub(super) fn retrying(
+fn retrying(
     what: &str,
     transactional_id: &str,
     mut call: impl FnMut() -> Result<(), KafkaError>,
@@ -147,12 +169,15 @@ pub(super) async fn commit(
         let group = group
             .and_then(|g| g.metadata.as_deref())
             .ok_or_else(|| anyhow!("the consumer has no group metadata to commit offsets with"))?;
-        transaction_call("add the input offsets to the transaction", t, || {
-            p.send_offsets_to_transaction(&tpl, group, TRANSACTION_CALL)
-        })?;
+        transaction_call(
+            "add the input offsets to the transaction",
+            t,
+            TRANSACTION_CALL,
+            |d| p.send_offsets_to_transaction(&tpl, group, d),
+        )?;
     }
-    transaction_call("commit the transaction", t, || {
-        p.commit_transaction(TRANSACTION_CALL)
+    transaction_call("commit the transaction", t, TRANSACTION_CALL, |d| {
+        p.commit_transaction(d)
     })?;
     metrics::counter!(tm::TRANSACTIONS).increment(1);
     metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS).record(started.elapsed().as_secs_f64());

@@ -18,7 +18,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
-use super::commit::{retrying, watched};
+use super::commit::{slow, watched};
 use super::kafka::StageContext;
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
@@ -27,7 +27,8 @@ use crate::config::Guarantee;
 use crate::telemetry::{self as tm, Health};
 
 /// How long starting the transactions, a flush or a commit of offsets may take (the calls
-/// within a transaction take [`TRANSACTION_CALL`] an attempt).
+/// within a transaction take [`TRANSACTION_CALL`] an attempt; every transaction call is
+/// under the watchdog, three times its timeout).
 const CALL: Duration = Duration::from_secs(60);
 
 /// Records sent before a commit is due, whatever the interval.
@@ -112,7 +113,8 @@ impl Link {
         if self.exactly_once {
             let what = "starting the transactions";
             let p = &self.producer;
-            retrying(what, &self.id, || p.init_transactions(CALL)).map_err(|e| fault(what, e))?;
+            watched(what, &self.id, CALL, |d| p.init_transactions(d))
+                .map_err(|e| fault(what, e))?;
         }
         Ok(())
     }
@@ -308,9 +310,9 @@ impl Link {
         headers: &[(&str, String)],
     ) -> Result<()> {
         if self.exactly_once && !self.open {
-            self.producer
-                .begin_transaction()
-                .map_err(|e| fault("beginning a transaction", e))?;
+            let (p, what) = (&self.producer, "beginning a transaction");
+            watched(what, &self.id, TRANSACTION_CALL, |_| p.begin_transaction())
+                .map_err(|e| fault(what, e))?;
             self.open = true;
         }
         let mut h = OwnedHeaders::new_with_capacity(headers.len());
@@ -366,7 +368,8 @@ impl Link {
             // end to add the offsets when the node that coordinated the group died
             if !self.open {
                 let what = "beginning a transaction";
-                watched(what, id, || p.begin_transaction()).map_err(|e| fault(what, e))?;
+                watched(what, id, TRANSACTION_CALL, |_| p.begin_transaction())
+                    .map_err(|e| fault(what, e))?;
                 self.open = true;
             }
             let group = self
@@ -374,21 +377,22 @@ impl Link {
                 .group_metadata()
                 .context("the consumer has no group metadata")?;
             let what = "adding the offsets to the transaction";
-            watched(what, id, || {
-                p.send_offsets_to_transaction(&tpl, &group, TRANSACTION_CALL)
+            watched(what, id, TRANSACTION_CALL, |d| {
+                p.send_offsets_to_transaction(&tpl, &group, d)
             })
             .map_err(|e| fault(what, e))?;
             let what = "committing the transaction";
-            watched(what, id, || p.commit_transaction(TRANSACTION_CALL))
+            watched(what, id, TRANSACTION_CALL, |d| p.commit_transaction(d))
                 .map_err(|e| fault(what, e))?;
             self.open = false;
             metrics::counter!(tm::TRANSACTIONS).increment(1);
             metrics::histogram!(tm::TRANSACTION_COMMIT_SECONDS)
                 .record(started.elapsed().as_secs_f64());
         } else {
-            self.producer
-                .flush(CALL)
-                .map_err(|e| fault("waiting for the acknowledgements", e))?;
+            let what = "waiting for the acknowledgements";
+            let flushed = self.producer.flush(CALL);
+            slow(what, started);
+            flushed.map_err(|e| fault(what, e))?;
             let failed = self
                 .producer
                 .context()
@@ -399,9 +403,10 @@ impl Link {
             if let Some(e) = failed {
                 return Err(fault("a record was not acknowledged", e));
             }
-            self.consumer
-                .commit(&tpl, CommitMode::Sync)
-                .context("cannot commit the offsets")?;
+            let at = Instant::now();
+            let committed = self.consumer.commit(&tpl, CommitMode::Sync);
+            slow("committing the offsets", at);
+            committed.context("cannot commit the offsets")?;
         }
         self.sent = 0;
         self.last_commit = Instant::now();

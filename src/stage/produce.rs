@@ -23,6 +23,7 @@ use super::flow::{
 };
 use super::kafka::{self, StageConsumer, StageContext};
 use super::restart::{self, DecideAgain};
+use super::watchdog::TRANSACTION_CALL;
 use crate::record::{self, BadReason, BadRecord, DeadLetter, Source};
 use crate::telemetry::{self as tm, Health};
 
@@ -395,8 +396,10 @@ impl ProduceTask {
                 return Ok(Some(ob));
             }
             if o.began.is_none() {
-                transaction_call("begin a transaction", t, || p.begin_transaction())
-                    .inspect_err(|e| self.health.fail(&format!("{e:#}")))?;
+                transaction_call("begin a transaction", t, TRANSACTION_CALL, |_| {
+                    p.begin_transaction()
+                })
+                .inspect_err(|e| self.health.fail(&format!("{e:#}")))?;
                 o.began = Some(sent);
                 o.group = generation;
             }

@@ -25,6 +25,7 @@ use super::open::{open_decider, remove_scratch};
 use super::settings::{Mode, StageSettings};
 use super::standby::{LeaseKeeper, Standby};
 use super::takeover::follow_then_take_over;
+use super::watchdog::{START_TRANSACTIONS, TRANSACTION_CALL};
 use crate::config::{Guarantee, Role};
 use crate::dedup::Deduplicator;
 use crate::http::ServiceSlot;
@@ -248,8 +249,8 @@ async fn prepare(
         // fences an older process of this index (it writes nothing more) and ends the
         // transaction it left open, so the committed offsets read below are final
         let started = Instant::now();
-        transaction_call("initialise transactions", t, || {
-            p.init_transactions(Duration::from_secs(30))
+        transaction_call("initialise transactions", t, START_TRANSACTIONS, |d| {
+            p.init_transactions(d)
         })?;
         info!(transactional_id = %t.id, interval_ms = t.interval.as_millis() as u64,
             seconds = started.elapsed().as_secs_f64(), "exactly-once: transactions initialised");
@@ -268,11 +269,15 @@ async fn prepare(
             let t = txn.expect("exactly-once");
             match st {
                 changelog::TxnStep::Begin => {
-                    transaction_call("begin a transaction", t, || p.begin_transaction())
+                    transaction_call("begin a transaction", t, TRANSACTION_CALL, |_| {
+                        p.begin_transaction()
+                    })
                 }
-                changelog::TxnStep::Commit => transaction_call("commit the transaction", t, || {
-                    p.commit_transaction(Duration::from_secs(30))
-                }),
+                changelog::TxnStep::Commit => {
+                    transaction_call("commit the transaction", t, START_TRANSACTIONS, |d| {
+                        p.commit_transaction(d)
+                    })
+                }
             }
         };
         let step: Option<&(dyn Fn(changelog::TxnStep) -> Result<()> + Send + Sync)> =

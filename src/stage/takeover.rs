@@ -18,6 +18,7 @@ use super::commit::{transaction_call, Transactions};
 use super::kafka::{self, StageConsumer, StageContext};
 use super::settings::StageSettings;
 use super::standby::{self, Standby};
+use super::watchdog::START_TRANSACTIONS;
 use crate::dedup::Deduplicator;
 use crate::telemetry::{self as tm, Health};
 
@@ -192,8 +193,8 @@ async fn take_over(
 ) -> Result<bool> {
     let started = Instant::now();
     info!("standby: the signed topic is assigned to this process: taking over");
-    transaction_call("initialise transactions", t, || {
-        p.init_transactions(Duration::from_secs(30))
+    transaction_call("initialise transactions", t, START_TRANSACTIONS, |d| {
+        p.init_transactions(d)
     })?;
     let fenced_s = started.elapsed().as_secs_f64();
     let (d, caught) = {

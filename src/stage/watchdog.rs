@@ -7,13 +7,16 @@
 //! nothing more while every thread idles. Both make these calls through
 //! [`super::commit::watched`].
 //!
-//! Each attempt is given [`TRANSACTION_CALL`], and the client returns by then unless it waits
-//! without end: a call that has not returned after [`STALL`] (three times as long) of the
-//! process's own running time is that wait. So the process exits with [`EXIT_STALLED`], and
-//! the restart begins as after a SIGKILL at the same moment: it fences this process's
-//! transactional id, which aborts the open transaction (the broker would abort it after the
-//! transaction timeout, [`super::kafka::TRANSACTION_TIMEOUT`], in any case), and the records
-//! of the aborted transaction are decided again from the committed positions. Time is counted in ticks of a thread that
+//! Each attempt is given a timeout ([`TRANSACTION_CALL`] for the calls within a transaction,
+//! longer to start the transactions), and the client returns by then unless it waits
+//! without end: a call that has not returned after [`STALL_FACTOR`] times its timeout (30 s
+//! for the calls within a transaction) of the process's own running time is that wait. So
+//! the process exits with [`EXIT_STALLED`], and the restart begins as after a SIGKILL at the
+//! same moment: a process with a stable transactional id (the stage, a shard, the
+//! aggregator) fences it as it starts, which aborts the open transaction at once; a signer's
+//! restart takes a new id, and the broker aborts the open transaction after the transaction
+//! timeout ([`super::kafka::TRANSACTION_TIMEOUT`]). The records of the aborted transaction
+//! are decided again from the committed positions. Time is counted in ticks of a thread that
 //! sleeps one second at a time, so the time a process spends paused (SIGSTOP, a frozen
 //! container) is not counted: a paused process that comes back is fenced by its successor,
 //! as before, rather than ended by its own clock.
@@ -29,9 +32,19 @@ use tracing::error;
 /// the stage and the roles of a sharded decider give it to each call they watch.
 pub const TRANSACTION_CALL: Duration = Duration::from_secs(10);
 
-/// How long a transaction call may take, in the process's running time: three times the
-/// timeout it was given.
-pub const STALL: Duration = TRANSACTION_CALL.saturating_mul(3);
+/// How long the stage's start of its transactions is given (which waits for the coordinator
+/// to end what an earlier process of its transactional id left open), and the commit of the
+/// changelog records republished at its start.
+pub const START_TRANSACTIONS: Duration = Duration::from_secs(30);
+
+/// How long a transaction call may take, in the process's running time, in times the
+/// timeout it was given: a client that keeps its timeouts returns well before.
+pub const STALL_FACTOR: u32 = 3;
+
+/// How long a call given `timeout` may take before the watchdog ends the process.
+pub fn stall(timeout: Duration) -> Duration {
+    timeout.saturating_mul(STALL_FACTOR)
+}
 
 /// The exit code of a process that stopped on a stalled transaction call.
 pub const EXIT_STALLED: i32 = super::restart::EXIT_DECIDE_AGAIN as i32;
@@ -41,6 +54,8 @@ struct Call {
     transactional_id: String,
     /// The tick the call began at.
     since: u64,
+    /// The ticks it may take.
+    limit: u64,
 }
 
 static TICKS: AtomicU64 = AtomicU64::new(0);
@@ -60,24 +75,23 @@ impl Drop for Watch {
     }
 }
 
-/// Watches a call (`what`, of transactional id `transactional_id`) until the guard is
-/// dropped.
-pub fn watch(what: &str, transactional_id: &str) -> Watch {
+/// Watches a call (`what`, of transactional id `transactional_id`, given `timeout`) until
+/// the guard is dropped: past [`stall`] of it the process exits.
+pub fn watch(what: &str, transactional_id: &str, timeout: Duration) -> Watch {
     START.call_once(|| {
         std::thread::Builder::new()
             .name("neardup-watchdog".into())
             .spawn(|| loop {
                 std::thread::sleep(Duration::from_secs(1));
                 let now = TICKS.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(c) = stalled(now, STALL.as_secs()) {
+                if let Some((call, transactional_id, limit)) = stalled(now) {
                     error!(
-                        call = %c.0, transactional_id = %c.1, seconds = STALL.as_secs(),
-                        "exactly-once: a transaction call has not returned in {} s of running \
-                         time (the client waits for a coordinator it no longer asks): the \
-                         process exits (code {EXIT_STALLED}) so that a restart decides its \
-                         records again (its start fences this transactional id, which aborts \
-                         the open transaction)",
-                        STALL.as_secs()
+                        call = %call, transactional_id = %transactional_id, seconds = limit,
+                        "exactly-once: a transaction call has not returned in {limit} s of \
+                         running time ({STALL_FACTOR} times its timeout: the client waits for \
+                         a coordinator it no longer asks): the process exits (code \
+                         {EXIT_STALLED}) so that a restart decides its records again (the \
+                         open transaction is aborted)"
                     );
                     std::process::exit(EXIT_STALLED);
                 }
@@ -91,35 +105,51 @@ pub fn watch(what: &str, transactional_id: &str) -> Watch {
             what: what.to_string(),
             transactional_id: transactional_id.to_string(),
             since: TICKS.load(Ordering::Relaxed),
+            limit: stall(timeout).as_secs().max(1),
         },
     );
     Watch(id)
 }
 
-/// The first call under watch for more than `limit` ticks at tick `now`: (what, id).
-fn stalled(now: u64, limit: u64) -> Option<(String, String)> {
+/// The first call under watch for more than its limit in ticks at tick `now`: (what, id,
+/// limit).
+fn stalled(now: u64) -> Option<(String, String, u64)> {
     let calls = CALLS.lock().unwrap_or_else(|e| e.into_inner());
     calls
         .values()
-        .find(|c| now.saturating_sub(c.since) > limit)
-        .map(|c| (c.what.clone(), c.transactional_id.clone()))
+        .find(|c| now.saturating_sub(c.since) > c.limit)
+        .map(|c| (c.what.clone(), c.transactional_id.clone(), c.limit))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A call is stalled only past its limit in ticks, and no longer watched once dropped.
+    /// A call is stalled only past three times its timeout in ticks, each call by its own,
+    /// and no longer watched once dropped.
     #[test]
-    fn a_call_is_stalled_past_its_limit_in_ticks_and_not_after_it_returned() {
-        let w = watch("commit the transaction", "t-1");
-        let since = CALLS.lock().unwrap()[&w.0].since;
-        assert_eq!(stalled(since + 60, 60), None, "at the limit");
+    fn a_call_is_stalled_past_three_times_its_timeout_and_not_after_it_returned() {
+        let start = watch("initialise transactions", "t-1", Duration::from_secs(30));
+        let commit = watch("commit the transaction", "t-1", TRANSACTION_CALL);
+        let since = CALLS.lock().unwrap()[&commit.0].since;
+        let since_start = CALLS.lock().unwrap()[&start.0].since;
+        assert!(since_start <= since);
+        assert_eq!(stalled(since + 30), None, "at the limit");
         assert_eq!(
-            stalled(since + 61, 60),
-            Some(("commit the transaction".into(), "t-1".into()))
+            stalled(since + 31),
+            Some(("commit the transaction".into(), "t-1".into(), 30))
         );
-        drop(w);
-        assert_eq!(stalled(since + 1_000, 60), None, "returned");
+        drop(commit);
+        assert_eq!(
+            stalled(since_start + 90),
+            None,
+            "the longer call at its limit"
+        );
+        assert_eq!(
+            stalled(since_start + 91),
+            Some(("initialise transactions".into(), "t-1".into(), 90))
+        );
+        drop(start);
+        assert_eq!(stalled(since + 1_000), None, "returned");
     }
 }

@@ -790,9 +790,9 @@ fn a_standby_of_each_shard_and_of_the_aggregator_takes_over_a_killed_or_paused_o
 /// its pod would be; any other exit fails the test. The kill meets that endless call in
 /// some runs, not all (before the roles' calls were watched, a run that met it answered 82
 /// of 1,802 inputs in 600 s): the watchdog's own deadline is tested in
-/// `src/stage/watchdog.rs`. Every input is answered (under exactly-once once, as a read_committed consumer
-/// sees it; under at-least-once a repeat is byte-identical), with the decisions of one
-/// decider over the signed order.
+/// `src/stage/watchdog.rs`. Every input is answered (under exactly-once once, as a
+/// read_committed consumer sees it; under at-least-once a repeat is byte-identical), with
+/// the decisions of one decider over the signed order.
 fn the_roles_with_the_coordinator_killed(guarantee: &str) {
     let _g = serial();
     let mut c = Cluster::start();
@@ -868,8 +868,8 @@ fn the_roles_with_the_coordinator_killed(guarantee: &str) {
     let at_kill = last;
     let mut again = None;
     let mut read_at = killed;
-    // each role's records, every second until 10 s after the aggregator answers again: where the time after the kill went (shown with --nocapture, or when
-    // the test fails)
+    // each role's records, every second until 10 s after the aggregator answers again:
+    // where the time after the kill went (shown with --nocapture, or when the test fails)
     let mut shown = 0;
     loop {
         let t = killed.elapsed().as_secs();

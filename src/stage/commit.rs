@@ -79,7 +79,7 @@ pub(super) fn watched(
 }
 
 /// A call past this is logged with its time: the process answered nothing meanwhile.
-pub(super) const SLOW_CALL: Duration = Duration::from_secs(1);
+const SLOW_CALL: Duration = Duration::from_secs(1);
 
 /// Logs a call that took longer than [`SLOW_CALL`] (begun at `started`), so that a stall
 /// after a fault of the brokers shows where the time went.

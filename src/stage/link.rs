@@ -300,6 +300,18 @@ impl Link {
         Ok(())
     }
 
+    /// Opens a transaction unless one is open (exactly-once), under the watchdog as every
+    /// transaction call.
+    fn begin(&mut self) -> Result<()> {
+        if !self.open {
+            let (p, what) = (&self.producer, "beginning a transaction");
+            watched(what, &self.id, TRANSACTION_CALL, |_| p.begin_transaction())
+                .map_err(|e| fault(what, e))?;
+            self.open = true;
+        }
+        Ok(())
+    }
+
     /// Sends a record (in the open transaction under exactly-once, opened here when none is).
     pub(super) fn send(
         &mut self,
@@ -309,11 +321,8 @@ impl Link {
         payload: &[u8],
         headers: &[(&str, String)],
     ) -> Result<()> {
-        if self.exactly_once && !self.open {
-            let (p, what) = (&self.producer, "beginning a transaction");
-            watched(what, &self.id, TRANSACTION_CALL, |_| p.begin_transaction())
-                .map_err(|e| fault(what, e))?;
-            self.open = true;
+        if self.exactly_once {
+            self.begin()?;
         }
         let mut h = OwnedHeaders::new_with_capacity(headers.len());
         for (k, v) in headers {
@@ -361,17 +370,12 @@ impl Link {
         }
         let started = Instant::now();
         if self.exactly_once {
+            self.begin()?;
             // a call that fails in a way the client calls retriable is made again, as the
             // stage's are
             let (p, id) = (&self.producer, self.id.as_str());
             // each attempt under the watchdog, as the stage's: the client can wait without
             // end to add the offsets when the node that coordinated the group died
-            if !self.open {
-                let what = "beginning a transaction";
-                watched(what, id, TRANSACTION_CALL, |_| p.begin_transaction())
-                    .map_err(|e| fault(what, e))?;
-                self.open = true;
-            }
             let group = self
                 .consumer
                 .group_metadata()

@@ -46,28 +46,17 @@ const STALL: Duration = Duration::from_secs(300);
 /// and retention), and so is one of more than one partition: its order is the decisions'.
 fn bounds(c: &BaseConsumer, topic: &str) -> Result<(i64, i64)> {
     let timeout = Duration::from_secs(30);
-    let md = c
-        .fetch_metadata(Some(topic), timeout)
-        .with_context(|| format!("cannot read the metadata of changelog topic {topic}"))?;
-    let missing = || {
+    let parts = kafka::topic_partitions(c, topic)?.ok_or_else(|| {
         anyhow!(
             "changelog topic {topic} does not exist: create it with one partition and \
              cleanup.policy=compact (neardup topics create does), or set changelog-topic off"
         )
-    };
-    let t = md
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic)
-        .ok_or_else(missing)?;
-    if t.error().is_some() || t.partitions().is_empty() {
-        return Err(missing());
-    }
-    if t.partitions().len() != 1 {
+    })?;
+    if parts.len() != 1 {
         bail!(
             "changelog topic {topic} has {} partitions; it must have exactly one (its order is \
              the order of the decisions): create it with one partition and cleanup.policy=compact",
-            t.partitions().len()
+            parts.len()
         );
     }
     let (low, high) = c
@@ -110,17 +99,14 @@ pub(super) fn discard_partial(s: &StageSettings) -> Result<bool> {
 pub(super) fn check_signed(s: &StageSettings) -> Result<()> {
     let c = kafka::reader(s, "check")?;
     let topic = &s.signed_topic;
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(30))
-        .with_context(|| format!("cannot read the metadata of signed topic {topic}"))?;
-    match md.topics().iter().find(|t| t.name() == topic.as_str()) {
-        Some(t) if t.error().is_none() && t.partitions().len() == 1 => Ok(()),
-        Some(t) if t.error().is_none() && !t.partitions().is_empty() => bail!(
+    match kafka::topic_partitions(&c, topic)? {
+        Some(parts) if parts.len() == 1 => Ok(()),
+        Some(parts) => bail!(
             "signed topic {topic} has {} partitions; it must have exactly one (the decider \
              decides in its order)",
-            t.partitions().len()
+            parts.len()
         ),
-        _ => bail!(
+        None => bail!(
             "signed topic {topic} does not exist: create it with one partition (neardup topics \
              create does)"
         ),

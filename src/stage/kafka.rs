@@ -304,7 +304,7 @@ pub fn validate(s: &StageSettings) -> Result<()> {
 /// use creates them here as it would on the first record; a topic whose metadata cannot be
 /// read (brokers unreachable, not authorised) is not named: its records fail later with
 /// their own error. A topic just created may take a moment to show in every broker's
-/// metadata: one named missing is asked again for up to `settle`.
+/// metadata: one named missing is asked again for up to `settle` (`TOPIC_SETTLE`).
 pub fn missing_outputs(
     p: &FutureProducer<StageContext>,
     s: &StageSettings,
@@ -677,6 +677,37 @@ impl ReplayBounds {
     }
 }
 
+/// How long a topic the brokers do not name is asked for again before it is called missing
+/// (an input, output, signed, votes or changelog topic).
+pub(super) const TOPIC_SETTLE: Duration = Duration::from_secs(10);
+
+/// The partition ids of `topic` as the brokers name them, or `None` when it does not exist
+/// (or has no partitions). A node learns of a new topic a moment after the controller does,
+/// so a topic not named is asked for again for up to 10 s before it is called missing: a
+/// process started right after its topics were created would otherwise stop, and its pod
+/// restart. An error reading the metadata is returned at once.
+pub(super) fn topic_partitions<X: ConsumerContext, C: Consumer<X>>(
+    c: &C,
+    topic: &str,
+) -> Result<Option<Vec<i32>>> {
+    let deadline = std::time::Instant::now() + TOPIC_SETTLE;
+    loop {
+        let md = c
+            .fetch_metadata(Some(topic), Duration::from_secs(30))
+            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
+        let found = md
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .filter(|t| t.error().is_none() && !t.partitions().is_empty())
+            .map(|t| t.partitions().iter().map(|p| p.id()).collect::<Vec<_>>());
+        if found.is_some() || std::time::Instant::now() >= deadline {
+            return Ok(found);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 /// Assigns every partition of the input topics at the replay start and reads the end
 /// offsets; returns the bounds.
 pub fn assign_replay(c: &StageConsumer, s: &StageSettings) -> Result<ReplayBounds> {
@@ -684,22 +715,16 @@ pub fn assign_replay(c: &StageConsumer, s: &StageSettings) -> Result<ReplayBound
     let mut tpl = TopicPartitionList::new();
     let mut bounds = ReplayBounds::default();
     for topic in &s.input_topics {
-        let md = c
-            .fetch_metadata(Some(topic), timeout)
-            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
-        let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
-            bail!("topic {topic} does not exist");
-        };
-        if t.error().is_some() || t.partitions().is_empty() {
+        let Some(parts) = topic_partitions(c, topic)? else {
             bail!("topic {topic} does not exist or has no partitions");
-        }
-        for p in t.partitions() {
+        };
+        for p in parts {
             let (low, high) = c
-                .fetch_watermarks(topic, p.id(), timeout)
-                .with_context(|| format!("cannot read the offsets of {topic}:{}", p.id()))?;
-            tpl.add_partition_offset(topic, p.id(), Offset::Beginning)?;
+                .fetch_watermarks(topic, p, timeout)
+                .with_context(|| format!("cannot read the offsets of {topic}:{p}"))?;
+            tpl.add_partition_offset(topic, p, Offset::Beginning)?;
             bounds.parts.insert(
-                (topic.clone(), p.id()),
+                (topic.clone(), p),
                 Bound {
                     start: low,
                     end: high,

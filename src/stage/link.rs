@@ -19,7 +19,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::commit::{slow, watched};
-use super::kafka::StageContext;
+use super::kafka::{topic_partitions, StageContext};
 use super::restart::{broker_fault, DecideAgain};
 use super::settings::StageSettings;
 use super::watchdog::TRANSACTION_CALL;
@@ -121,17 +121,8 @@ impl Link {
 
     /// The partitions of `topic`, as the brokers say (an error when it does not exist).
     pub(super) fn partitions(&self, topic: &str) -> Result<usize> {
-        let md = self
-            .consumer
-            .fetch_metadata(Some(topic), Duration::from_secs(30))
-            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
-        let t = md
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .filter(|t| t.error().is_none() && !t.partitions().is_empty());
-        match t {
-            Some(t) => Ok(t.partitions().len()),
+        match topic_partitions(&self.consumer, topic)? {
+            Some(parts) => Ok(parts.len()),
             None => bail!("topic {topic} does not exist: create it with neardup topics create"),
         }
     }

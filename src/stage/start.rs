@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use rdkafka::consumer::Consumer;
@@ -223,7 +223,7 @@ async fn prepare(
     if let Some(p) = &r.producer {
         let (p, s2) = (p.clone(), s.clone());
         let check = tokio::task::spawn_blocking(move || {
-            kafka::missing_outputs(&p, &s2, Duration::from_secs(5))
+            kafka::missing_outputs(&p, &s2, kafka::TOPIC_SETTLE)
         });
         // a stop ends the wait (brokers unreachable: up to 5 s a topic)
         let missing = tokio::select! {

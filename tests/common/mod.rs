@@ -276,9 +276,32 @@ impl Cluster {
     }
 
     /// Creates topics of `partitions` each at the cluster's replication factor (3) and
-    /// min.insync.replicas 2.
+    /// min.insync.replicas 2, and waits until every running node's metadata names each topic
+    /// with a leader for every partition: a node learns of a new topic a moment after the
+    /// controller, and a client it answers first would be told the topic does not exist.
     pub fn create_topics(&self, topics: &[(&str, i32)]) {
         create_topics_at(&self.addr(), topics, 3, "2");
+        for node in self.nodes.iter().filter(|n| n.child.is_some()) {
+            let probe = metadata_probe(&node.addr());
+            wait_until(
+                Duration::from_secs(60),
+                "every node names the new topics",
+                || {
+                    topics.iter().all(|(t, partitions)| {
+                        probe
+                            .fetch_metadata(Some(t), Duration::from_secs(5))
+                            .is_ok_and(|md| {
+                                md.topics().iter().any(|tm| {
+                                    tm.name() == *t
+                                        && tm.error().is_none()
+                                        && tm.partitions().len() == *partitions as usize
+                                        && tm.partitions().iter().all(|p| p.leader() >= 0)
+                                })
+                            })
+                    })
+                },
+            );
+        }
     }
 
     /// The node that leads `topic`'s `partition`.

@@ -24,7 +24,8 @@
 //!   (`stage::run(settings, shutdown)`); `main` makes the one stop signals trigger
 //! - [`signals`]: stop signals, caught from before `main`, read by `main` only (through
 //!   [`shutdown::Shutdown::on_signals`]); [`allocator`]: huge pages for the heap (the binary
-//!   starts itself again with the allocator's tunable)
+//!   starts itself again with the allocator's tunable); [`scheduling`]: the batch policy
+//!   for the Kafka stage's threads (no preemption at each hand-off)
 //! - [`telemetry`]: metric names, the Prometheus recorder, readiness, logging
 //! - [`http`]: the HTTP server (`/metrics`, `/healthz`, `/readyz`, `/v1/group`,
 //!   `/v1/explain`) of `run`, `replay` and `serve`
@@ -57,6 +58,7 @@ pub mod config;
 pub mod http;
 pub mod prepare;
 pub mod record;
+pub mod scheduling;
 pub mod serving;
 pub mod shutdown;
 pub mod signals;

@@ -18,6 +18,9 @@ fn main() -> ExitCode {
     neardup::allocator::after_exec();
     neardup::config::read_renamed_variables();
     let cli = neardup::cli::Cli::parse();
+    if neardup::cli::hands_records_on(&cli) {
+        neardup::scheduling::batch();
+    }
     // the one place that reads stop signals: the commands that stop cleanly get their
     // handle, the others the signals' default action
     if !neardup::cli::stops_cleanly(&cli) {

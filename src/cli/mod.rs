@@ -42,6 +42,12 @@ pub fn stops_cleanly(cli: &Cli) -> bool {
     )
 }
 
+/// Whether `cli` is the Kafka stage (`run`, `replay`), whose threads hand each record on
+/// and take the batch scheduling policy ([`crate::scheduling`]).
+pub fn hands_records_on(cli: &Cli) -> bool {
+    matches!(cli.command, Command::Run(_) | Command::Replay(_))
+}
+
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {

@@ -5,7 +5,7 @@
 //! and produce tasks', the decoding pool's, the deciding thread. Where they share a core
 //! (a pod of one CPU, the benchmark's pinned decider), each hand-off woke a thread that
 //! took the core from the deciding thread at once, the scheduler's preemption at wakeup:
-//! 8,750 context switches a second at 7,200 records/s, a thread switched in for almost
+//! 8,750 context switches a second at about 7,000 records/s, a thread switched in for almost
 //! every record, and the Kafka client's thread spent a tenth of the process's time waking
 //! others. A thread of the batch policy that is woken does not preempt the running one: it
 //! runs when that thread blocks or its time slice ends, and finds a batch of work waiting.

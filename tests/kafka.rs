@@ -326,6 +326,46 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
         &["--start", "pages:0:1000000"],
         "start pages:0:1000000 is past the end of the partition",
     );
+
+    // an input topic created while the replay asks for it is waited for (a node names a new
+    // topic a moment after its controller created it), and one never created is refused
+    // after that wait, with its name
+    let replay_of = |topic: &str, log: &Path| {
+        neardup()
+            .args(["replay", "--dry-run", "--brokers", &b.addr(), "--index"])
+            .arg(dir.path().join(format!("{topic}-index")))
+            .args(["--input-topics", topic, "--max-record-bytes", "200000"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let asked = |log: &Path, topic: &str| {
+        std::fs::read_to_string(log)
+            .unwrap()
+            .contains(&format!("topic {topic} is not named by the brokers yet"))
+    };
+    let late_log = dir.path().join("late.log");
+    let late = replay_of("late-pages", &late_log);
+    wait_until(
+        Duration::from_secs(8),
+        "the replay asks again for its input topic",
+        || asked(&late_log, "late-pages"),
+    );
+    b.create_topics(&[("late-pages", 1)]);
+    let out = late.wait_with_output().unwrap();
+    let log = std::fs::read_to_string(&late_log).unwrap();
+    assert!(out.status.success(), "{log}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["stopped_by"], "end", "{s}");
+    let never_log = dir.path().join("never.log");
+    let never = replay_of("never-pages", &never_log)
+        .wait_with_output()
+        .unwrap();
+    let log = std::fs::read_to_string(&never_log).unwrap();
+    assert_eq!(never.status.code(), Some(2), "{log}");
+    assert!(asked(&never_log, "never-pages"), "{log}");
+    assert!(log.contains("topic never-pages does not exist"), "{log}");
 }
 
 /// Reads all outputs (at least `n`, then until quiet) and checks: every input id answered,

@@ -304,38 +304,29 @@ pub fn validate(s: &StageSettings) -> Result<()> {
 /// use creates them here as it would on the first record; a topic whose metadata cannot be
 /// read (brokers unreachable, not authorised) is not named: its records fail later with
 /// their own error. A topic just created may take a moment to show in every broker's
-/// metadata: one named missing is asked again for up to `settle` (`TOPIC_SETTLE`).
-pub fn missing_outputs(
-    p: &FutureProducer<StageContext>,
-    s: &StageSettings,
-    settle: Duration,
-) -> Vec<String> {
+/// metadata: one named missing is asked again for up to [`TOPIC_SETTLE`], as
+/// [`topic_partitions`] does.
+pub fn missing_outputs(p: &FutureProducer<StageContext>, s: &StageSettings) -> Vec<String> {
     let outputs = match s.role {
         Role::Signer => vec![&s.signed_topic, &s.dead_letter_topic],
         _ => vec![&s.unique_topic, &s.duplicate_topic, &s.dead_letter_topic],
     };
-    let missing = |t: &str| match p.client().fetch_metadata(Some(t), Duration::from_secs(5)) {
-        Ok(md) => md.topics().iter().find(|m| m.name() == t).is_none_or(|m| {
-            m.error().is_some_and(|e| {
-                RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition
+    let named = |t: &str| match p.client().fetch_metadata(Some(t), Duration::from_secs(5)) {
+        Ok(md) => md.topics().iter().find(|m| m.name() == t).is_some_and(|m| {
+            m.error().is_none_or(|e| {
+                RDKafkaErrorCode::from(e) != RDKafkaErrorCode::UnknownTopicOrPartition
             })
         }),
-        Err(_) => false,
+        Err(_) => true,
     };
-    let deadline = std::time::Instant::now() + settle;
-    let mut left: Vec<String> = Vec::new();
+    let deadline = std::time::Instant::now() + TOPIC_SETTLE;
+    let mut missing: Vec<String> = Vec::new();
     for t in outputs {
-        if !left.contains(t) {
-            left.push(t.clone());
+        if !missing.contains(t) && !until_named(t, deadline, || named(t)) {
+            missing.push(t.clone());
         }
     }
-    loop {
-        left.retain(|t| missing(t));
-        if left.is_empty() || std::time::Instant::now() >= deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    missing
 }
 
 /// The consumer: manual offset store, auto commit of stored offsets; a static member of
@@ -679,32 +670,58 @@ impl ReplayBounds {
 
 /// How long a topic the brokers do not name is asked for again before it is called missing
 /// (an input, output, signed, votes or changelog topic).
-pub(super) const TOPIC_SETTLE: Duration = Duration::from_secs(10);
+const TOPIC_SETTLE: Duration = Duration::from_secs(10);
+
+/// Asks `named` every 500 ms until it says yes or `deadline` passes; the answer. A node
+/// learns of a new topic a moment after the controller does: a process started right after
+/// its topics were created would otherwise stop, and its pod restart. The first no is
+/// logged, so that a wait at the start has its reason in the log.
+fn until_named(topic: &str, deadline: std::time::Instant, mut named: impl FnMut() -> bool) -> bool {
+    let mut told = false;
+    loop {
+        if named() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        if !told {
+            info!("topic {topic} is not named by the brokers yet; asked again for up to 10 s");
+            told = true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
 
 /// The partition ids of `topic` as the brokers name them, or `None` when it does not exist
-/// (or has no partitions). A node learns of a new topic a moment after the controller does,
-/// so a topic not named is asked for again for up to 10 s before it is called missing: a
-/// process started right after its topics were created would otherwise stop, and its pod
-/// restart. An error reading the metadata is returned at once.
+/// (or has no partitions) after [`TOPIC_SETTLE`] of asking again. An error reading the
+/// metadata is returned at once.
 pub(super) fn topic_partitions<X: ConsumerContext, C: Consumer<X>>(
     c: &C,
     topic: &str,
 ) -> Result<Option<Vec<i32>>> {
-    let deadline = std::time::Instant::now() + TOPIC_SETTLE;
-    loop {
-        let md = c
-            .fetch_metadata(Some(topic), Duration::from_secs(30))
-            .with_context(|| format!("cannot read the metadata of topic {topic}"))?;
-        let found = md
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .filter(|t| t.error().is_none() && !t.partitions().is_empty())
-            .map(|t| t.partitions().iter().map(|p| p.id()).collect::<Vec<_>>());
-        if found.is_some() || std::time::Instant::now() >= deadline {
-            return Ok(found);
+    let mut found = None;
+    let mut error = None;
+    until_named(topic, std::time::Instant::now() + TOPIC_SETTLE, || match c
+        .fetch_metadata(Some(topic), Duration::from_secs(30))
+    {
+        Ok(md) => {
+            found = md
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic)
+                .filter(|t| t.error().is_none() && !t.partitions().is_empty())
+                .map(|t| t.partitions().iter().map(|p| p.id()).collect::<Vec<_>>());
+            found.is_some()
         }
-        std::thread::sleep(Duration::from_millis(500));
+        Err(e) => {
+            error = Some(e);
+            true
+        }
+    });
+    match error {
+        Some(e) => Err(e).with_context(|| format!("cannot read the metadata of topic {topic}")),
+        None => Ok(found),
     }
 }
 

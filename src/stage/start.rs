@@ -222,9 +222,7 @@ async fn prepare(
 ) -> Result<Option<&'static str>> {
     if let Some(p) = &r.producer {
         let (p, s2) = (p.clone(), s.clone());
-        let check = tokio::task::spawn_blocking(move || {
-            kafka::missing_outputs(&p, &s2, kafka::TOPIC_SETTLE)
-        });
+        let check = tokio::task::spawn_blocking(move || kafka::missing_outputs(&p, &s2));
         // a stop ends the wait (brokers unreachable: up to 5 s a topic)
         let missing = tokio::select! {
             m = check => m?,

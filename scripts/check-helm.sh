@@ -230,7 +230,15 @@ expect_drift_failure "ssl.ca.location without its file" "$WORK/m-tls.yaml" "ssl.
 mutant "$WORK/m-group" _helpers.tpl 's/"decider" .Values.scaleOut.decider.groupId "aggregator"/"decider" .Values.scaleOut.signers.groupId "aggregator"/'
 render "$WORK/m-group.yaml" "$WORK/m-group" -f helm/ci/scale-out.yaml || fail "render of m-group failed"
 expect_drift_failure "signers and decider in one consumer group" "$WORK/m-group.yaml" "share the consumer group"
-# Scale-out: the signers' Deployment on the single stage's config (role all).
+# Scale-out: the signers' pods without their names as instance ids (a crashed signer's open
+# transaction would hold the decider back until the broker timed it out).
+mutant "$WORK/m-signer-id" signers.yaml 's/name: NEARDUP_INSTANCE_ID$/name: NEARDUP_POD_NAME/'
+render "$WORK/m-signer-id.yaml" "$WORK/m-signer-id" -f helm/ci/scale-out.yaml || fail "render of m-signer-id failed"
+expect_drift_failure "signers without the pod name as instance id" "$WORK/m-signer-id.yaml" "NEARDUP_POD_NAME is unknown"
+mutant "$WORK/m-signer-member" signers.yaml 's/fieldPath: metadata.name$/fieldPath: metadata.namespace/'
+render "$WORK/m-signer-member.yaml" "$WORK/m-signer-member" -f helm/ci/scale-out.yaml || fail "render of m-signer-member failed"
+expect_drift_failure "signers' instance id not the pod name" "$WORK/m-signer-member.yaml" "group membership resolves to"
+# Scale-out: the signers' StatefulSet on the single stage's config (role all).
 mutant "$WORK/m-role" signers.yaml 's/roleConfigFile" (dict "root" \$ "role" "signer")/roleConfigFile" (dict "root" $ "role" "all")/'
 render "$WORK/m-role.yaml" "$WORK/m-role" -f helm/ci/scale-out.yaml || fail "render of m-role failed"
 expect_drift_failure "signers running role all" "$WORK/m-role.yaml" "resolves role all, expected signer"
@@ -306,7 +314,7 @@ else
   echo "caught: a StatefulSet with containerPort \"metrics\" (kubernetes-validate --strict)"
   nneg=$((nneg + 1))
 fi
-summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; signers and decider in one group; signers on role all; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; startup probe off /startupz; standby without anti-affinity; dry-run scratch on /tmp; alert on an unexported metric; invalid PrometheusRule; invalid core object)")
+summary+=("negative checks: $nneg/$nnegtotal caught (renamed flag, config key and variable in the templates; index off the volume; TLS location without its file; signers and decider in one group; signers without their pod names as instance ids; signers on role all; unknown flag in extraArgs; unknown config key and refused value past the schema; invalid ServiceMonitor; startup probe off /startupz; standby without anti-affinity; dry-run scratch on /tmp; alert on an unexported metric; invalid PrometheusRule; invalid core object)")
 
 # ---------------------------------------------------------------------------------------------
 step "helm package"

@@ -14,8 +14,8 @@
       termination grace period, a secret printed in clear, a replay sharing a stage's consumer
       group, a dry-run replay whose temporary directory is not a volume of its own, two
       decider pods without an anti-affinity on the hostname). Roles: a StatefulSet runs role
-      all or decider (static membership by pod name, a changelog), a Deployment runs role
-      signer (dynamic membership, no volume); signers need exactly one decider, reading the
+      all or decider (static membership by pod name, a changelog) or signer (static
+      membership by pod name, no volume); signers need exactly one decider, reading the
       topic they write, in another consumer group. A Job running `neardup topics` is skipped
       when the binary has no such subcommand (or it has no --check-config).
 
@@ -283,7 +283,10 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 raise DriftError(f"{kind}/{name}: resolved mode {mode!r}, expected {sub!r}")
             role = s.get("role", "all")
             want_roles = {"StatefulSet": ("all", "decider", "shard", "aggregator"),
-                          "Deployment": ("signer", "aggregator"), "Job": ("all",)}[kind]
+                          "Deployment": ("aggregator",), "Job": ("all",)}[kind]
+            labels = (obj["spec"]["template"].get("metadata") or {}).get("labels") or {}
+            if kind == "StatefulSet" and labels.get("app.kubernetes.io/component") == "signer":
+                want_roles = ("signer",)
             if role not in want_roles:
                 raise DriftError(
                     f"{kind}/{name}: resolves role {role}, expected {' or '.join(want_roles)}")
@@ -360,8 +363,8 @@ def check_workload(bin_path, obj, configmaps, stage_groups):
                 stage_groups.add(s.get("group_id"))
                 # (the shards of a sharded decider each hold a part: no pod stands in for
                 # another, whatever node it runs on; the aggregator's standby is placed as in
-                # its Deployment)
-                if (kind == "StatefulSet" and role not in ("shard", "aggregator")
+                # its Deployment; the signers are no standbys of each other)
+                if (kind == "StatefulSet" and role not in ("shard", "aggregator", "signer")
                         and int(obj["spec"].get("replicas", 1)) > 1):
                     check_anti_affinity(obj)
             if sub == "replay" and s.get("dry_run"):
@@ -409,8 +412,9 @@ def check_anti_affinity(obj):
 def check_roles(stages):
     """The roles of the rendered stage workloads fit together: at most one StatefulSet; signers
     only with a decider, which reads the topic they write, each in a group of its own."""
-    # (the aggregator, a StatefulSet with persistence, holds no index)
-    sets = [(n, s) for k, n, s in stages if k == "StatefulSet" and s.get("role") != "aggregator"]
+    # (the aggregator, a StatefulSet with persistence, and the signers hold no index)
+    sets = [(n, s) for k, n, s in stages
+            if k == "StatefulSet" and s.get("role") not in ("aggregator", "signer")]
     signers = [(n, s) for k, n, s in stages if s.get("role") == "signer"]
     deciders = [(n, s) for k, n, s in stages if s.get("role") == "decider"]
     shards = [(n, s) for k, n, s in stages if s.get("role") == "shard"]
@@ -431,17 +435,17 @@ def check_roles(stages):
                              f"not its signed topic {d.get('signed_topic')}")
         for sn, s in signers:
             if s.get("signed_topic") != d.get("signed_topic"):
-                raise DriftError(f"Deployment/{sn} writes signed pages to {s.get('signed_topic')}, "
+                raise DriftError(f"StatefulSet/{sn} writes signed pages to {s.get('signed_topic')}, "
                                  f"StatefulSet/{dn} reads {d.get('signed_topic')}")
             if s.get("group_id") == d.get("group_id"):
-                raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} share the consumer group "
+                raise DriftError(f"StatefulSet/{sn} and StatefulSet/{dn} share the consumer group "
                                  f"{s.get('group_id')}: signers and decider need groups of their own")
             for key in ("dead_letter_topic", "brokers"):
                 if s.get(key) != d.get(key):
-                    raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} disagree on {key}: "
+                    raise DriftError(f"StatefulSet/{sn} and StatefulSet/{dn} disagree on {key}: "
                                      f"{s.get(key)} and {d.get(key)}")
             if (s.get("params") or {}).get("signature") != (d.get("params") or {}).get("signature"):
-                raise DriftError(f"Deployment/{sn} and StatefulSet/{dn} have other signature "
+                raise DriftError(f"StatefulSet/{sn} and StatefulSet/{dn} have other signature "
                                  "settings: the decider would refuse the signed pages")
         print(f"drift ok: roles: {len(signers)} signer workload(s) write {d.get('signed_topic')}, "
               f"StatefulSet/{dn} decides it (group {d.get('group_id')}, changelog "
@@ -468,13 +472,13 @@ def check_sharded(signers, deciders, shards, aggregators):
         raise DriftError(f"StatefulSet/{hn} and {an} have other index settings")
     for sn, s in signers:
         if s.get("signed_topic") != h.get("signed_topic"):
-            raise DriftError(f"Deployment/{sn} writes signed pages to {s.get('signed_topic')}, "
+            raise DriftError(f"StatefulSet/{sn} writes signed pages to {s.get('signed_topic')}, "
                              f"the shards read {h.get('signed_topic')}")
         if s.get("group_id") in (h.get("group_id"), a.get("group_id")):
-            raise DriftError(f"Deployment/{sn} shares the consumer group {s.get('group_id')} "
+            raise DriftError(f"StatefulSet/{sn} shares the consumer group {s.get('group_id')} "
                              "with a role of the sharded decider")
         if (s.get("params") or {}).get("signature") != (h.get("params") or {}).get("signature"):
-            raise DriftError(f"Deployment/{sn} and StatefulSet/{hn} have other signature "
+            raise DriftError(f"StatefulSet/{sn} and StatefulSet/{hn} have other signature "
                              "settings: the shards would refuse the signed pages")
     # a standby is a second process of the role: two pods of each shard (K and K + S) and
     # two of the aggregator, never two processes of a role without one
@@ -593,7 +597,9 @@ def cmd_rules(a):
                 and d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "metrics"}
     namespaces = {d["metadata"].get("namespace") for d in docs
                   if d.get("kind") in ("StatefulSet", "Service")}
-    sets = [d["metadata"]["name"] for d in docs if d.get("kind") == "StatefulSet"]
+    # the StatefulSets with claims of their own (the signers have none)
+    sets = [d["metadata"]["name"] for d in docs if d.get("kind") == "StatefulSet"
+            and d["spec"].get("volumeClaimTemplates")]
     problems = []
     try:
         known = exported_metrics(a.metrics)

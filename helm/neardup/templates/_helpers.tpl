@@ -65,14 +65,15 @@ app.kubernetes.io/component: signer
 {{- end -}}
 
 {{/*
-Name of the signers' Deployment, and of their Service, PodDisruptionBudget and
-HorizontalPodAutoscaler (scale-out).
+Names of the shards', the aggregator's and the signers' workloads (scale-out), and of their
+Services and PodDisruptionBudgets (and the signers' HorizontalPodAutoscaler). A StatefulSet's name is at most 52 characters: its pods
+carry a label of the name and an 11-character revision hash, and a label value is at most 63.
 */}}
 {{- define "neardup.shardName" -}}
 {{- printf "%s-shard" (include "neardup.fullname" . | trunc 46 | trimSuffix "-") -}}
 {{- end -}}
 {{- define "neardup.aggregatorName" -}}
-{{- printf "%s-aggregator" (include "neardup.fullname" . | trunc 52 | trimSuffix "-") -}}
+{{- printf "%s-aggregator" (include "neardup.fullname" . | trunc 41 | trimSuffix "-") -}}
 {{- end -}}
 {{- define "neardup.shardSelectorLabels" -}}
 {{ include "neardup.selectorLabels" . }}
@@ -84,7 +85,7 @@ app.kubernetes.io/component: aggregator
 {{- end -}}
 
 {{- define "neardup.signerName" -}}
-{{- printf "%s-signer" (include "neardup.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- printf "%s-signer" (include "neardup.fullname" . | trunc 45 | trimSuffix "-") -}}
 {{- end -}}
 
 {{/*

@@ -589,6 +589,88 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
     );
 }
 
+/// A signer killed while its transaction holds signed records, and started again under its
+/// instance id (the chart's signers: the pod name), ends that transaction at once: the new
+/// process's producer fences the old one's transactional id and the broker aborts what it
+/// left open. So the decider, a read_committed reader of the signed topic, goes on within
+/// seconds, where under a new id the open transaction would hold it back until the broker
+/// timed it out (`transaction.timeout.ms`, 60 s). Every input is answered once.
+#[test]
+fn a_signer_started_again_under_its_instance_id_ends_the_transaction_it_left_open_at_once() {
+    let _g = serial();
+    let b = Broker::start();
+    topics(&b);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let eos = ["--guarantee", "exactly-once"];
+    let start_signer = |n: usize| -> Stage {
+        let mut args = vec!["--role", "signer", "--instance-id", "signer-0"];
+        args.extend(eos);
+        let log = d.join(format!("signer-{n}.log"));
+        Stage::start(&b, &d.join("signer-unused"), &log, &args)
+    };
+    let mut args = vec!["--role", "decider", "--instance-id", "decider-0"];
+    args.extend(eos);
+    let mut decider = Stage::start(&b, &d.join("index"), &d.join("decider.log"), &args);
+    let mut signer = start_signer(0);
+    for s in [&signer, &decider] {
+        s.wait_ready(Duration::from_secs(60));
+    }
+    let (records, bad) = inputs(400);
+    let ids = ids(&records);
+    // 200 records a second: the signer's transactions (250 ms each) keep signing
+    let feed = feed_paced(
+        &b.addr(),
+        "pages",
+        records.clone(),
+        20,
+        Duration::from_millis(100),
+    );
+    let answered = |s: &Stage| s.metric("neardup_records_out_total", "");
+    wait_until(Duration::from_secs(60), "the decider answers", || {
+        answered(&decider) >= 100.0
+    });
+    // the signer paused at a moment its open transaction holds signed records (more records
+    // on the signed topic than a read_committed reader sees), then killed
+    let mut pauses = 0;
+    loop {
+        signer.signal("STOP");
+        pauses += 1;
+        let committed = b.read(&[SIGNED], usize::MAX, Duration::from_secs(60)).len();
+        if b.read_uncommitted(&[SIGNED]) > committed {
+            break;
+        }
+        assert!(
+            pauses < 10,
+            "no open transaction with records in {pauses} pauses"
+        );
+        signer.signal("CONT");
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    signer.signal("KILL");
+    assert_eq!(signer.wait(Duration::from_secs(10)), None);
+    let killed = std::time::Instant::now();
+    signer = start_signer(1);
+    feed.join().unwrap();
+    let pages = (records.len() - bad) as f64;
+    wait_until(Duration::from_secs(180), "every page answered", || {
+        answered(&decider) >= pages
+    });
+    let took = killed.elapsed();
+    eprintln!(
+        "every page answered {:.1} s after the kill ({pauses} pause(s))",
+        took.as_secs_f64()
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "every page answered {took:?} after the kill: the open transaction waited for the \
+         broker's timeout"
+    );
+    let (outs, ids) = stop_and_check_exactly_once(&b, [&mut signer, &mut decider], &OUTPUTS, ids);
+    assert_eq!(ids.len(), records.len(), "one dead letter per bad record");
+    assert_eq!(outs.len(), records.len(), "every input answered once");
+}
+
 /// A decider with a standby, at defaults: two deciders of one index (`--standby`), each with
 /// its own index directory, and a signer, all exactly-once, while pages arrive. The
 /// deciding one is stopped cleanly (SIGTERM): it leaves, and the other takes over at once.

@@ -56,8 +56,35 @@ mod tests {
         unsafe { libc::sched_getscheduler(0) }
     }
 
+    /// Runs in a process of its own (this test binary started again on this test alone), so
+    /// that the other tests of the binary keep the normal policy.
     #[test]
     fn every_thread_takes_the_batch_policy_and_the_threads_started_later_inherit_it() {
+        const CHILD: &str = "NEARDUP_SCHEDULING_TEST_CHILD";
+        if std::env::var_os(CHILD).is_none() {
+            let name = "scheduling::tests::every_thread_takes_the_batch_policy_and_the_threads_started_later_inherit_it";
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--test-threads", "1"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("1 passed"),
+                "the test ran in no child: {text}"
+            );
+            assert_eq!(
+                policy(),
+                libc::SCHED_OTHER,
+                "the test's own process kept its policy"
+            );
+            return;
+        }
         // a thread that exists before the call, waiting for it
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let before = std::thread::spawn(move || {

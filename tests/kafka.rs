@@ -132,6 +132,14 @@ fn mixed_stream_is_answered_once_per_offset_like_file_mode_and_replays_identical
         &["--max-record-bytes", "200000", "--grace-period", "20s"],
     );
     stage.wait_ready(Duration::from_secs(60));
+    // every thread of the stage at the batch scheduling policy (src/scheduling.rs), the test
+    // process at the normal one
+    let policies = thread_policies(stage.child.id());
+    assert!(
+        policies.len() > 4 && policies.iter().all(|&p| p == 3),
+        "{policies:?}"
+    );
+    assert!(thread_policies(std::process::id()).iter().all(|&p| p == 0));
     let outs = b.read(&OUTPUTS, records.len(), Duration::from_secs(120));
     assert_eq!(outs.len(), records.len(), "one output per input record");
     // and nothing more

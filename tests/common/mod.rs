@@ -900,6 +900,21 @@ impl Drop for Stage {
     }
 }
 
+/// The scheduling policy of each thread of process `pid` (0 normal, 3 batch), from
+/// /proc/PID/task/TID/stat (its 41st field).
+pub fn thread_policies(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let stat = std::fs::read_to_string(e.ok()?.path().join("stat")).ok()?;
+        // the fields after the command name, which is in parentheses, start at the third
+        let rest = &stat[stat.rfind(')')? + 1..];
+        rest.split_whitespace().nth(41 - 3)?.parse().ok()
+    })
+    .collect()
+}
+
 /// A counter or gauge value from the /metrics of the listener on `port` (sum over label
 /// sets matching `filter`; 0 when it does not answer).
 pub fn metric_at(port: u16, name: &str, filter: &str) -> f64 {

@@ -319,14 +319,18 @@ pub fn missing_outputs(p: &FutureProducer<StageContext>, s: &StageSettings) -> V
         }),
         Err(_) => true,
     };
-    let deadline = std::time::Instant::now() + TOPIC_SETTLE;
-    let mut missing: Vec<String> = Vec::new();
+    let mut asked: Vec<&String> = Vec::new();
     for t in outputs {
-        if !missing.contains(t) && !until_named(t, deadline, || named(t)) {
-            missing.push(t.clone());
+        if !asked.contains(&t) {
+            asked.push(t);
         }
     }
-    missing
+    let deadline = std::time::Instant::now() + TOPIC_SETTLE;
+    asked
+        .into_iter()
+        .filter(|t| !until_named(t, deadline, || named(t)))
+        .cloned()
+        .collect()
 }
 
 /// The consumer: manual offset store, auto commit of stored offsets; a static member of
@@ -686,7 +690,11 @@ fn until_named(topic: &str, deadline: std::time::Instant, mut named: impl FnMut(
             return false;
         }
         if !told {
-            info!("topic {topic} is not named by the brokers yet; asked again for up to 10 s");
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            info!(
+                "topic {topic} is not named by the brokers yet; asked again for up to {:.0} s",
+                left.as_secs_f64().ceil()
+            );
             told = true;
         }
         std::thread::sleep(Duration::from_millis(500));

@@ -47,6 +47,16 @@ fn decider(b: &Broker, dir: &Path, index: &Path, log: &str) -> Stage {
     )
 }
 
+/// `neardup run` of a role (`role`: its role and instance id) under exactly-once.
+fn exactly_once(b: &Broker, index: &Path, log: &Path, role: &[&str]) -> Stage {
+    let args: Vec<&str> = role
+        .iter()
+        .chain(&["--guarantee", "exactly-once"])
+        .copied()
+        .collect();
+    Stage::start(b, index, log, &args)
+}
+
 /// Two signers and a decider, ready, the signers sharing the input's four partitions.
 fn roles(b: &Broker, dir: &Path, index: &Path) -> (Stage, Stage, Stage) {
     let sa = signer(b, dir, "signer-a");
@@ -511,24 +521,29 @@ fn twenty_kills_of_signers_and_decider_with_exactly_once_answer_every_input_once
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let index = d.join("index");
-    let eos = ["--guarantee", "exactly-once"];
     let start = |what: usize, n: usize| -> Stage {
         match what {
             0 | 1 => {
                 let name = ["signer-a", "signer-b"][what];
-                let mut args = vec!["--role", "signer", "--instance-id", name];
-                args.extend(eos);
-                Stage::start(
+                let (unused, log) = (
+                    d.join(format!("{name}-unused")),
+                    d.join(format!("{name}-{n}.log")),
+                );
+                exactly_once(
                     &b,
-                    &d.join(format!("{name}-unused")),
-                    &d.join(format!("{name}-{n}.log")),
-                    &args,
+                    &unused,
+                    &log,
+                    &["--role", "signer", "--instance-id", name],
                 )
             }
             _ => {
-                let mut args = vec!["--role", "decider", "--instance-id", "decider-0"];
-                args.extend(eos);
-                Stage::start(&b, &index, &d.join(format!("decider-{n}.log")), &args)
+                let log = d.join(format!("decider-{n}.log"));
+                exactly_once(
+                    &b,
+                    &index,
+                    &log,
+                    &["--role", "decider", "--instance-id", "decider-0"],
+                )
             }
         }
     };
@@ -602,16 +617,13 @@ fn a_signer_started_again_under_its_instance_id_ends_the_transaction_it_left_ope
     topics(&b);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let eos = ["--guarantee", "exactly-once"];
     let start_signer = |n: usize| -> Stage {
-        let mut args = vec!["--role", "signer", "--instance-id", "signer-0"];
-        args.extend(eos);
         let log = d.join(format!("signer-{n}.log"));
-        Stage::start(&b, &d.join("signer-unused"), &log, &args)
+        let role = ["--role", "signer", "--instance-id", "signer-0"];
+        exactly_once(&b, &d.join("signer-unused"), &log, &role)
     };
-    let mut args = vec!["--role", "decider", "--instance-id", "decider-0"];
-    args.extend(eos);
-    let mut decider = Stage::start(&b, &d.join("index"), &d.join("decider.log"), &args);
+    let role = ["--role", "decider", "--instance-id", "decider-0"];
+    let mut decider = exactly_once(&b, &d.join("index"), &d.join("decider.log"), &role);
     let mut signer = start_signer(0);
     for s in [&signer, &decider] {
         s.wait_ready(Duration::from_secs(60));

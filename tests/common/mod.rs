@@ -509,8 +509,6 @@ impl Broker {
             .collect()
     }
 
-    /// A consumer of every partition of `topics` from the beginning, outside any group's
-    /// offsets, at `isolation` (read_committed or read_uncommitted).
     /// Whether `topic`'s `partition` has an open transaction holding records: its end as a
     /// read_committed reader sees it (the last stable offset) before its end.
     pub fn open_transaction(&self, topic: &str, partition: i32) -> bool {
@@ -527,6 +525,8 @@ impl Broker {
         end("read_committed") < end("read_uncommitted")
     }
 
+    /// A consumer of every partition of `topics` from the beginning, outside any group's
+    /// offsets, at `isolation` (read_committed or read_uncommitted).
     fn reader(&self, topics: &[&str], isolation: &str) -> BaseConsumer {
         let c: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", self.addr())

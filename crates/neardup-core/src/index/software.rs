@@ -35,12 +35,19 @@
 //! the larger table (the same bits of the key pick the slot in both, one more of them in
 //! the larger, so no two entries meet), which depends only on what was counted before it:
 //! a recount gives the same tables. At text rules 6 the tables are whole from the start, as
-//! they were: 64 MiB for any index, the README's 13-page example included (it now holds
-//! 64 KB).
+//! they were: 2^22 and 2^20 slots for any index.
+//!
+//! Either way a table is held as a map of its taken slots until an array of every slot
+//! would be smaller ([`slots`]): the same slots, the same counts, in the memory of what was
+//! counted (kilobytes for the README's 13-page example, where arrays held 64 MiB at text
+//! rules 6 and 28 KB growing).
 
 use std::io::{Read, Write};
 
 use super::freq::Stamp;
+use slots::Slots;
+
+mod slots;
 
 /// Hosts a block must be template text of before it is software text. Two hosts can share a
 /// paragraph by chance (one site quoting another twice); three that each print it on pages
@@ -94,9 +101,9 @@ pub struct SoftwareText {
     first_log2: u32,
     blocks_log2: u32,
     /// The (block, host) table.
-    first: Vec<FirstEntry>,
+    first: Slots<FirstEntry>,
     /// The block table.
-    blocks: Vec<BlockEntry>,
+    blocks: Slots<BlockEntry>,
     /// Times a block became software text (a block pushed out of its slot and found again
     /// counts again).
     found: u64,
@@ -132,8 +139,8 @@ impl SoftwareText {
         SoftwareText {
             first_log2,
             blocks_log2,
-            first: vec![[0; 3]; 1 << first_log2],
-            blocks: vec![[0; HOSTS + 1]; 1 << blocks_log2],
+            first: Slots::new(first_log2),
+            blocks: Slots::new(blocks_log2),
             found: 0,
             growing: false,
             taken: [0; 2],
@@ -182,32 +189,18 @@ impl SoftwareText {
     fn grow_first(&mut self) {
         self.first_log2 += 1;
         let mask = (1usize << self.first_log2) - 1;
-        let mut table = vec![[0u32; 3]; 1 << self.first_log2];
-        for e in self.first.iter().filter(|e| e[0] != 0) {
-            table[(e[0] >> 1) as usize & mask] = *e;
-        }
-        self.first = table;
+        self.first = (self.first).moved(self.first_log2, |e| (e[0] >> 1) as usize & mask);
     }
 
     /// Doubles the block table, every entry to its slot in the larger one.
     fn grow_blocks(&mut self) {
         self.blocks_log2 += 1;
-        let old = std::mem::replace(
-            &mut self.blocks,
-            vec![[0; HOSTS + 1]; 1 << self.blocks_log2],
-        );
-        for e in old.into_iter().filter(|e| e[1] != 0) {
-            let slot = self.block_slot(e[0]);
-            self.blocks[slot] = e;
-        }
+        self.blocks = (self.blocks).moved(self.blocks_log2, |e| self.block_slot(e[0]));
     }
 
     /// Taken slots of each table, counted.
     fn count_taken(&self) -> [usize; 2] {
-        [
-            self.first.iter().filter(|e| e[0] != 0).count(),
-            self.blocks.iter().filter(|e| e[1] != 0).count(),
-        ]
+        [self.first.iter().count(), self.blocks.iter().count()]
     }
 
     /// Counts one decided page of `host` ([`super::freq::host_hash`]) with fingerprint `fp`
@@ -218,7 +211,7 @@ impl SoftwareText {
             let key = mix(u64::from(b) ^ host.rotate_left(23));
             let slot = self.first_slot(key);
             let tag = ((key >> 32) as u32) | 1;
-            let e = &mut self.first[slot];
+            let e = self.first.slot_mut(slot);
             if e[0] != tag {
                 let free = e[0] == 0;
                 *e = [tag, fp as u32, (fp >> 32) as u32];
@@ -240,7 +233,7 @@ impl SoftwareText {
     /// Block `b` is template text of the host `host32`.
     fn template(&mut self, b: u32, host32: u32) {
         let slot = self.block_slot(b);
-        let e = &mut self.blocks[slot];
+        let e = self.blocks.slot_mut(slot);
         let hosts = 1..HOSTS;
         if e[1] == 0 || e[0] != b {
             let free = e[1] == 0;
@@ -269,7 +262,7 @@ impl SoftwareText {
 
     /// Whether block `b` is software text.
     pub fn is_software(&self, b: u32) -> bool {
-        let e = &self.blocks[self.block_slot(b)];
+        let e = self.blocks.get(self.block_slot(b));
         e[HOSTS] == 1 && e[0] == b && e[1] != 0
     }
 
@@ -281,8 +274,7 @@ impl SoftwareText {
 
     /// Memory held, bytes.
     pub fn bytes(&self) -> usize {
-        self.first.len() * std::mem::size_of::<FirstEntry>()
-            + self.blocks.len() * std::mem::size_of::<BlockEntry>()
+        self.first.bytes() + self.blocks.bytes()
     }
 
     /// Writes the counts (layout: the two table sizes' log2 u32 LE, `found` u64 LE, the
@@ -292,19 +284,27 @@ impl SoftwareText {
         w.write_all(&self.first_log2.to_le_bytes())?;
         w.write_all(&self.blocks_log2.to_le_bytes())?;
         w.write_all(&self.found.to_le_bytes())?;
-        let mut buf = Vec::with_capacity(self.first.len() * 8);
-        buf.extend(self.first.iter().flat_map(|e| e[0].to_le_bytes()));
+        let mut first = vec![[0u32; 3]; self.first.len()];
+        for (slot, e) in self.first.iter() {
+            first[slot] = e;
+        }
+        let mut blocks = vec![[0u32; HOSTS + 1]; self.blocks.len()];
+        for (slot, e) in self.blocks.iter() {
+            blocks[slot] = e;
+        }
+        let mut buf = Vec::with_capacity(first.len() * 8);
+        buf.extend(first.iter().flat_map(|e| e[0].to_le_bytes()));
         w.write_all(&buf)?;
         buf.clear();
         buf.extend(
-            self.first
+            first
                 .iter()
                 .flat_map(|e| [e[1], e[2]])
                 .flat_map(u32::to_le_bytes),
         );
         w.write_all(&buf)?;
         buf.clear();
-        for e in &self.blocks {
+        for e in &blocks {
             for v in &e[..HOSTS] {
                 buf.extend_from_slice(&v.to_le_bytes());
             }
@@ -323,19 +323,20 @@ impl SoftwareText {
         w.write_all(&self.first_log2.to_le_bytes())?;
         w.write_all(&self.blocks_log2.to_le_bytes())?;
         w.write_all(&self.found.to_le_bytes())?;
-        let taken = self.first.iter().filter(|e| e[0] != 0).count() as u64;
+        let first = self.first.sorted();
+        let taken = first.len() as u64;
         let mut buf = Vec::with_capacity(8 + taken as usize * 16);
         buf.extend_from_slice(&taken.to_le_bytes());
-        for (slot, e) in self.first.iter().enumerate().filter(|(_, e)| e[0] != 0) {
+        for (slot, e) in first {
             for v in [slot as u32, e[0], e[1], e[2]] {
                 buf.extend_from_slice(&v.to_le_bytes());
             }
         }
         w.write_all(&buf)?;
         buf.clear();
-        let taken = self.blocks.iter().filter(|e| e[1] != 0).count() as u64;
-        buf.extend_from_slice(&taken.to_le_bytes());
-        for (slot, e) in self.blocks.iter().enumerate().filter(|(_, e)| e[1] != 0) {
+        let blocks = self.blocks.sorted();
+        buf.extend_from_slice(&(blocks.len() as u64).to_le_bytes());
+        for (slot, e) in blocks {
             buf.extend_from_slice(&(slot as u32).to_le_bytes());
             for v in &e[..HOSTS] {
                 buf.extend_from_slice(&v.to_le_bytes());
@@ -363,14 +364,14 @@ impl SoftwareText {
             u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
         };
         for c in buf.chunks_exact(16) {
-            let e = s
-                .first
-                .get_mut(u(c, 0) as usize)
-                .ok_or_else(|| bad(format!("slot {} out of the table", u(c, 0))))?;
-            *e = [u(c, 1), u(c, 2), u(c, 3)];
-            if e[0] == 0 {
+            let slot = u(c, 0) as usize;
+            if slot >= s.first.len() {
+                return Err(bad(format!("slot {slot} out of the table")));
+            }
+            if u(c, 1) == 0 {
                 return Err(bad("a taken slot with a free tag".into()));
             }
+            *s.first.slot_mut(slot) = [u(c, 1), u(c, 2), u(c, 3)];
         }
         r.read_exact(&mut b8)?;
         let taken = u64::from_le_bytes(b8);
@@ -384,10 +385,11 @@ impl SoftwareText {
         let mut buf = vec![0u8; taken as usize * each];
         r.read_exact(&mut buf)?;
         for c in buf.chunks_exact(each) {
-            let e = s
-                .blocks
-                .get_mut(u(c, 0) as usize)
-                .ok_or_else(|| bad(format!("block slot {} out of the table", u(c, 0))))?;
+            let slot = u(c, 0) as usize;
+            if slot >= s.blocks.len() {
+                return Err(bad(format!("block slot {slot} out of the table")));
+            }
+            let mut e = [0u32; HOSTS + 1];
             for (i, v) in e[..HOSTS].iter_mut().enumerate() {
                 *v = u(c, i + 1);
             }
@@ -398,6 +400,7 @@ impl SoftwareText {
             if e[1] == 0 {
                 return Err(bad("a taken block slot without a host".into()));
             }
+            *s.blocks.slot_mut(slot) = e;
         }
         if growing {
             s.taken = s.count_taken();
@@ -412,20 +415,21 @@ impl SoftwareText {
         let u = |c: &[u8], i: usize| {
             u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes"))
         };
-        let mut buf = vec![0u8; s.first.len() * 4];
-        r.read_exact(&mut buf)?;
-        for (e, c) in s.first.iter_mut().zip(buf.chunks_exact(4)) {
-            e[0] = u(c, 0);
-        }
-        let mut buf = vec![0u8; s.first.len() * 8];
-        r.read_exact(&mut buf)?;
-        for (e, c) in s.first.iter_mut().zip(buf.chunks_exact(8)) {
-            (e[1], e[2]) = (u(c, 0), u(c, 1));
+        // every slot: the taken ones kept (a free slot holds nothing the counts read)
+        let mut tags = vec![0u8; s.first.len() * 4];
+        r.read_exact(&mut tags)?;
+        let mut fps = vec![0u8; s.first.len() * 8];
+        r.read_exact(&mut fps)?;
+        for (slot, (t, f)) in tags.chunks_exact(4).zip(fps.chunks_exact(8)).enumerate() {
+            if u(t, 0) != 0 {
+                *s.first.slot_mut(slot) = [u(t, 0), u(f, 0), u(f, 1)];
+            }
         }
         let each = 4 * HOSTS + 1;
         let mut buf = vec![0u8; s.blocks.len() * each];
         r.read_exact(&mut buf)?;
-        for (e, c) in s.blocks.iter_mut().zip(buf.chunks_exact(each)) {
+        for (slot, c) in buf.chunks_exact(each).enumerate() {
+            let mut e = [0u32; HOSTS + 1];
             for (i, v) in e[..HOSTS].iter_mut().enumerate() {
                 *v = u(c, i);
             }
@@ -433,6 +437,9 @@ impl SoftwareText {
                 v @ (0 | 1) => u32::from(v),
                 v => return Err(bad(format!("software flag {v}"))),
             };
+            if e[1] != 0 {
+                *s.blocks.slot_mut(slot) = e;
+            }
         }
         Ok(s)
     }
@@ -630,7 +637,9 @@ mod tests {
         // 1,500 pages of 7 blocks: the first table doubled several times, and is a small
         // part of the whole tables
         assert!(g.first_log2 > START_LOG2 + 3, "{}", g.first_log2);
-        assert!(g.bytes() < SoftwareText::default().bytes() / 8);
+        let arrays = (1 << FIRST_LOG2) * std::mem::size_of::<FirstEntry>()
+            + (1 << BLOCKS_LOG2) * std::mem::size_of::<BlockEntry>();
+        assert!(g.bytes() < arrays / 8, "{} bytes", g.bytes());
         assert_eq!(g.taken, g.count_taken());
         assert!(g.is_software(7) && g.is_software(9) && g.is_software(10));
         // the same order, the same tables

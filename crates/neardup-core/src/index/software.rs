@@ -69,6 +69,11 @@ pub const BLOCKS_LOG2: u32 = 20;
 /// Slots of each table at the start when the tables grow (text rules 7 and later), log2.
 pub const START_LOG2: u32 = 10;
 
+/// The slot of block `b` in a block table of `2^log2` slots.
+fn block_slot(b: u32, log2: u32) -> usize {
+    (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << log2) - 1)) as usize
+}
+
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -98,8 +103,6 @@ pub struct SoftwareStats {
 /// The counts of short blocks across hosts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SoftwareText {
-    first_log2: u32,
-    blocks_log2: u32,
     /// The (block, host) table.
     first: Slots<FirstEntry>,
     /// The block table.
@@ -137,8 +140,6 @@ impl SoftwareText {
     pub fn new(first_log2: u32, blocks_log2: u32) -> SoftwareText {
         let (first_log2, blocks_log2) = (first_log2.clamp(4, 30), blocks_log2.clamp(4, 30));
         SoftwareText {
-            first_log2,
-            blocks_log2,
             first: Slots::new(first_log2),
             blocks: Slots::new(blocks_log2),
             found: 0,
@@ -169,7 +170,7 @@ impl SoftwareText {
     /// The slot of a (block, host) key in the first table.
     #[inline]
     fn first_slot(&self, key: u64) -> usize {
-        let mask = (1u64 << self.first_log2) - 1;
+        let mask = (1u64 << self.first.log2()) - 1;
         if self.growing {
             // the tag's bits above its lowest (which is forced to 1): a doubling finds the
             // slot again from the tag alone
@@ -182,20 +183,20 @@ impl SoftwareText {
     /// The slot of block `b` in the block table.
     #[inline]
     fn block_slot(&self, b: u32) -> usize {
-        (mix(u64::from(b) | 0x5b_0000_0000) & ((1u64 << self.blocks_log2) - 1)) as usize
+        block_slot(b, self.blocks.log2())
     }
 
     /// Doubles the (block, host) table, every entry to its slot in the larger one.
     fn grow_first(&mut self) {
-        self.first_log2 += 1;
-        let mask = (1usize << self.first_log2) - 1;
-        self.first = (self.first).moved(self.first_log2, |e| (e[0] >> 1) as usize & mask);
+        let log2 = self.first.log2() + 1;
+        let mask = (1usize << log2) - 1;
+        self.first = (self.first).moved(log2, |e| (e[0] >> 1) as usize & mask);
     }
 
     /// Doubles the block table, every entry to its slot in the larger one.
     fn grow_blocks(&mut self) {
-        self.blocks_log2 += 1;
-        self.blocks = (self.blocks).moved(self.blocks_log2, |e| self.block_slot(e[0]));
+        let log2 = self.blocks.log2() + 1;
+        self.blocks = (self.blocks).moved(log2, |e| block_slot(e[0], log2));
     }
 
     /// Taken slots of each table, counted.
@@ -217,7 +218,7 @@ impl SoftwareText {
                 *e = [tag, fp as u32, (fp >> 32) as u32];
                 if free && self.growing {
                     self.taken[0] += 1;
-                    if due(self.taken[0], self.first.len()) && self.first_log2 < FIRST_LOG2 {
+                    if due(self.taken[0], self.first.len()) && self.first.log2() < FIRST_LOG2 {
                         self.grow_first();
                     }
                 }
@@ -242,7 +243,7 @@ impl SoftwareText {
             e[1] = host32;
             if free && self.growing {
                 self.taken[1] += 1;
-                if due(self.taken[1], self.blocks.len()) && self.blocks_log2 < BLOCKS_LOG2 {
+                if due(self.taken[1], self.blocks.len()) && self.blocks.log2() < BLOCKS_LOG2 {
                     self.grow_blocks();
                 }
             }
@@ -281,8 +282,8 @@ impl SoftwareText {
     /// tags u32 LE, the fingerprints u64 LE, then each block entry: block, hosts u32 LE,
     /// software u8).
     pub fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
-        w.write_all(&self.first_log2.to_le_bytes())?;
-        w.write_all(&self.blocks_log2.to_le_bytes())?;
+        w.write_all(&self.first.log2().to_le_bytes())?;
+        w.write_all(&self.blocks.log2().to_le_bytes())?;
         w.write_all(&self.found.to_le_bytes())?;
         let mut first = vec![[0u32; 3]; self.first.len()];
         for (slot, e) in self.first.iter() {
@@ -320,8 +321,8 @@ impl SoftwareText {
     /// until it holds hundreds of thousands of pages: the file, and the memory a read
     /// touches, follow what was counted rather than the tables' 64 MiB.
     pub fn write_sparse(&self, w: &mut impl Write) -> std::io::Result<()> {
-        w.write_all(&self.first_log2.to_le_bytes())?;
-        w.write_all(&self.blocks_log2.to_le_bytes())?;
+        w.write_all(&self.first.log2().to_le_bytes())?;
+        w.write_all(&self.blocks.log2().to_le_bytes())?;
         w.write_all(&self.found.to_le_bytes())?;
         let first = self.first.sorted();
         let taken = first.len() as u64;
@@ -632,11 +633,11 @@ mod tests {
             }
         };
         let mut g = SoftwareText::growing();
-        assert_eq!((g.first_log2, g.blocks_log2), (START_LOG2, START_LOG2));
+        assert_eq!((g.first.log2(), g.blocks.log2()), (START_LOG2, START_LOG2));
         run(&mut g);
         // 1,500 pages of 7 blocks: the first table doubled several times, and is a small
         // part of the whole tables
-        assert!(g.first_log2 > START_LOG2 + 3, "{}", g.first_log2);
+        assert!(g.first.log2() > START_LOG2 + 3, "{}", g.first.log2());
         let arrays = (1 << FIRST_LOG2) * std::mem::size_of::<FirstEntry>()
             + (1 << BLOCKS_LOG2) * std::mem::size_of::<BlockEntry>();
         assert!(g.bytes() < arrays / 8, "{} bytes", g.bytes());

@@ -375,12 +375,13 @@ impl Lists {
         }
         while self.presence.full() {
             let shards = &self.shards;
-            self.presence = self.presence.doubled(
-                shards
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(h, sh)| sh.signatures(h)),
-            );
+            self.presence = self.presence.doubled(|map| {
+                for (h, sh) in shards.iter().enumerate() {
+                    sh.for_each_signature(h, |s| {
+                        map.set(s);
+                    });
+                }
+            });
         }
         self.rebuild_recent();
     }
@@ -439,6 +440,12 @@ impl Lists {
         // empty lists, which the query stopped at the presence map): their misses overlap
         for &(_, s) in &order[..p] {
             prefetch(&self.shards[shard(s)]);
+            // and the lines of the two maps each entry sets: the presence lines were read
+            // by the query, maybe long enough ago to be gone; the lines of the map of
+            // entries outside the bases, nobody read (a prefix is mostly signatures
+            // without a list, whose lookups stopped at the presence map)
+            self.presence.prefetch(s);
+            self.recent.prefetch(s);
         }
         for &(_, s) in &order[..p] {
             self.shards[shard(s)].prefetch_push();
@@ -589,9 +596,7 @@ impl Lists {
                 recent.clear_shard(h);
                 gone += n as u64;
             }
-            for s in sh.signatures(h) {
-                presence.set(s);
-            }
+            sh.for_each_signature(h, |s| presence.set(s));
         }
         self.postings -= gone;
         self.documents -= removed;

@@ -169,14 +169,13 @@ impl Presence {
         self.bits() < MAX_BITS && self.ones * 4 > self.map.words().len() as u64 * 64
     }
 
-    /// A map of `bits + 1` bits with the bits of `signatures` (every signature that has an
-    /// entry) set.
-    pub(crate) fn doubled(&self, signatures: impl Iterator<Item = u32>) -> Presence {
-        let mut p = Presence::with_bits((self.bits() + 1).min(MAX_BITS));
-        for s in signatures {
-            p.set(s);
-        }
-        p
+    /// A map of `bits + 1` bits with the bits `fill` sets (those of every signature that
+    /// has an entry), its set bits counted once at the end.
+    pub(crate) fn doubled(&self, fill: impl FnOnce(&mut TopBits)) -> Presence {
+        let mut map = TopBits::with_bits((self.bits() + 1).min(MAX_BITS));
+        fill(&mut map);
+        let ones = map.words().iter().map(|w| u64::from(w.count_ones())).sum();
+        Presence { map, ones }
     }
 
     /// Set bits.
@@ -223,7 +222,11 @@ mod tests {
             p.set(s);
         }
         while p.bits() < MAX_BITS {
-            p = p.doubled(sigs.iter().copied());
+            p = p.doubled(|map| {
+                for &s in &sigs {
+                    map.set(s);
+                }
+            });
             assert!(sigs.iter().all(|&s| p.may_contain(s)));
         }
         assert_eq!(p.bits(), 32);

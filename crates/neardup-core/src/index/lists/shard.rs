@@ -280,7 +280,19 @@ impl Shard {
                 .any(|&x| (first..=last).contains(&x))
     }
 
+    /// Calls `f` with every signature with an entry (once an entry), given this shard's
+    /// number: [`Shard::signatures`] in loops, for the passes over every entry.
+    #[inline]
+    pub(super) fn for_each_signature(&self, shard: usize, mut f: impl FnMut(u32)) {
+        let top = (shard as u32) << (32 - SHARD_BITS);
+        self.base.for_each_key(|x| f(top | u32::from(x)));
+        for &x in self.mid.lo().iter().chain(self.pending().0) {
+            f(top | u32::from(x));
+        }
+    }
+
     /// Every signature with an entry, given this shard's number.
+    #[cfg(test)]
     pub(super) fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);
         self.base

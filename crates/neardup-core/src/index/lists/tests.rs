@@ -167,7 +167,10 @@ proptest! {
             check(&lists, &sets, &live, q, &mut out)?;
         }
         for (h, sh) in lists.shards.iter().enumerate() {
-            for s in sh.signatures(h) {
+            let mut each = Vec::new();
+            sh.for_each_signature(h, |s| each.push(s));
+            prop_assert_eq!(&each, &sh.signatures(h).collect::<Vec<_>>());
+            for s in each {
                 prop_assert!(lists.presence.may_contain(s), "listed {s:#x} not present");
             }
         }
@@ -209,6 +212,15 @@ fn presence_grows_and_finds_every_copy() {
         }
     }
     assert!(lists.presence.bits() > bits, "map did not grow");
+    // the set bits, counted once after each doubling, are the groups listed
+    let free = 32 - lists.presence.bits();
+    let mut groups: Vec<u64> = (lists.shards.iter().enumerate())
+        .flat_map(|(h, sh)| sh.signatures(h))
+        .map(|s| u64::from(s) >> free)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    assert_eq!(lists.presence.ones(), groups.len() as u64);
     assert_eq!(lists.recent.bits(), lists.presence.bits() - recent::COARSER);
     assert!(
         (0..4).all(|h| lists.shards[h].base_len() > 2 * shard::PENDING),

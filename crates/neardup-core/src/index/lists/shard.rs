@@ -281,7 +281,7 @@ impl Shard {
     }
 
     /// Calls `f` with every signature with an entry (once an entry), given this shard's
-    /// number: [`Shard::signatures`] in loops, for the passes over every entry.
+    /// number, base first: loops, for the passes over every entry.
     #[inline]
     pub(super) fn for_each_signature(&self, shard: usize, mut f: impl FnMut(u32)) {
         let top = (shard as u32) << (32 - SHARD_BITS);

@@ -291,7 +291,8 @@ impl Shard {
         }
     }
 
-    /// Every signature with an entry, given this shard's number.
+    /// Every signature with an entry, given this shard's number: the iterator form, kept as
+    /// the tests' oracle for [`Shard::for_each_signature`].
     #[cfg(test)]
     pub(super) fn signatures(&self, shard: usize) -> impl Iterator<Item = u32> + '_ {
         let top = (shard as u32) << (32 - SHARD_BITS);

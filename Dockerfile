@@ -37,7 +37,8 @@ FROM ${BASE} AS base
 # `madvise` or `always`; docs/operations.md, huge pages). The binary sets it for
 # itself when it is absent, by starting itself again; set here, that second start is spared.
 # The two thresholds keep a page's HTML buffer in the heap, reused page after page, rather
-# than mapped and zeroed afresh for each (src/allocator.rs).
+# than mapped and zeroed afresh for each (src/allocator.rs). A decider, shard or aggregator
+# starts once more from this value with one heap for all its threads, on huge pages.
 ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libssl3 libcurl4 zlib1g libstdc++6 \

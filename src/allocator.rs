@@ -38,11 +38,29 @@
 //! is free. Measured with `neardup dedup --jobs 1` on one pinned core over the dev pages,
 //! three runs each: 224.8–240.6 MB/s before, 237.5–265.4 MB/s after, the same peak RSS
 //! (333–345 MB); the decisions at 1M pages no slower: docs/benchmarks/2026-11-28-per-core.md.
+//!
+//! A process whose work is one deciding thread ([`one_heap`]: `neardup run` as a decider, a
+//! shard or an aggregator) starts itself once more, with one heap for all its threads
+//! ([`ONE_HEAP_TUNABLES`]). The C library gives each thread that allocates its own heap, and
+//! only the main one is put on huge pages: the deciding thread's lists and RocksDB's
+//! in-memory tables were on 4 KiB pages, every cache miss on them a TLB miss too. With one heap, the main one, they are on huge pages (at 1M pages indexed,
+//! 616–720 MiB of the decider's 657–761 MiB), and the decider through Kafka decided
+//! 13,682–16,010 records a second exactly-once in six runs against 10,434–15,517 in ten with
+//! a heap per thread, each one-heap run ahead of the next with a heap a thread (0.061–0.073 ms of CPU a
+//! record against 0.063–0.095): docs/benchmarks/2026-12-03-one-heap.md. The
+//! threads then share the heap's lock; processes that sign on several threads (the
+//! single-process stage, a signer, `neardup dedup --jobs N`) keep a heap per thread:
+//! signing the dev pages on two threads with one heap was 5 % slower.
 
 /// The environment variable the C library reads its tunables from.
 pub const TUNABLES: &str = "GLIBC_TUNABLES";
 /// What [`use_huge_pages`] sets it to: huge pages, and large blocks kept in the heap.
 pub const DEFAULT_TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
+
+/// What [`one_heap`] sets it to: [`DEFAULT_TUNABLES`] and one heap (arena) for every thread.
+/// The arena setting comes first: the C library may leave only the first tunable in the
+/// environment the kernel shows (`/proc/PID/environ`), where an operator can then read it.
+pub const ONE_HEAP_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
 
 /// Starts the process again with [`DEFAULT_TUNABLES`] in [`TUNABLES`], unless the variable is
 /// set. Returns when it was set, when this image is the one started again (the marker
@@ -55,19 +73,39 @@ pub fn use_huge_pages() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os(TUNABLES).is_none()
         && std::env::var_os(crate::signals::UNBLOCK_AFTER_EXEC).is_none()
+        && can_start_again()
     {
-        // SAFETY: getauxval only reads the auxiliary vector.
-        let (secure, interpreter) = unsafe {
-            (
-                libc::getauxval(libc::AT_SECURE),
-                libc::getauxval(libc::AT_BASE),
-            )
-        };
-        // AT_BASE is where the kernel loaded the program's interpreter: 0 when the loader
-        // itself is the program that was executed (or the binary is static)
-        if secure == 0 && interpreter != 0 {
-            exec_self(TUNABLES, DEFAULT_TUNABLES);
-        }
+        exec_self(TUNABLES, DEFAULT_TUNABLES);
+    }
+}
+
+/// Whether the process may start itself again with tunables of its own: not a privileged
+/// process (set-id, file capabilities: its loader drops `GLIBC_TUNABLES`), nor one started
+/// through the dynamic loader by name (then `/proc/self/exe` is the loader).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn can_start_again() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector.
+    let (secure, interpreter) = unsafe {
+        (
+            libc::getauxval(libc::AT_SECURE),
+            libc::getauxval(libc::AT_BASE),
+        )
+    };
+    // AT_BASE is where the kernel loaded the program's interpreter: 0 when the loader
+    // itself is the program that was executed (or the binary is static)
+    secure == 0 && interpreter != 0
+}
+
+/// For a process whose work is one deciding thread: starts it again with
+/// [`ONE_HEAP_TUNABLES`], once, before it starts any thread (the same pid, arguments and
+/// descriptors, stop signals held across the exec as in [`use_huge_pages`]). Only when
+/// `GLIBC_TUNABLES` is [`DEFAULT_TUNABLES`], the value [`use_huge_pages`] and the project's
+/// image set: any other value is an operator's and kept as it is. Returns when it does
+/// nothing or the exec failed.
+pub fn one_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var(TUNABLES).is_ok_and(|t| t == DEFAULT_TUNABLES) && can_start_again() {
+        exec_self(TUNABLES, ONE_HEAP_TUNABLES);
     }
 }
 

@@ -65,6 +65,26 @@ fn roles(b: &Broker, dir: &Path, index: &Path) -> (Stage, Stage, Stage) {
     for s in [&sa, &sb, &d] {
         s.wait_ready(Duration::from_secs(60));
     }
+    // the decider runs on one heap, put on huge pages; the signers keep a heap a thread
+    // (src/allocator.rs)
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    for (s, one) in [(&sa, false), (&sb, false), (&d, true)] {
+        let pid = s.child.id();
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        let tunables: Vec<String> = env
+            .split(|&b| b == 0)
+            .filter_map(|e| e.strip_prefix(b"GLIBC_TUNABLES="))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .collect();
+        assert_eq!(tunables.len(), 1, "{tunables:?}");
+        assert_eq!(
+            tunables[0].contains("glibc.malloc.arena_max=1"),
+            one,
+            "{tunables:?}"
+        );
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+        assert_eq!(comm.trim_end(), "neardup", "the process keeps its name");
+    }
     wait_until(
         Duration::from_secs(60),
         "the signers share the input",

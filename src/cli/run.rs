@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::config::{
-    Config, DetectOptions, FileConfig, KafkaOptions, MethodOptions, Options, ReplayOptions,
+    Config, DetectOptions, FileConfig, KafkaOptions, MethodOptions, Options, ReplayOptions, Role,
     ServeOptions, SignatureOptions, StageOptions,
 };
 use crate::shutdown::Shutdown;
@@ -79,6 +79,10 @@ fn go(s: StageSettings, check: bool, shutdown: Shutdown) -> Result<Option<StageS
         stage::kafka::validate(&s)?;
         println!("{}", s.redacted_json());
         return Ok(None);
+    }
+    if matches!(s.role, Role::Decider | Role::Shard | Role::Aggregator) {
+        // before the first thread: the deciding thread's memory on the one, huge-paged heap
+        crate::allocator::one_heap();
     }
     crate::telemetry::init_logging(s.log_format);
     tracing::info!(config = %serde_json::to_string(&s).unwrap_or_default(), "starting");

@@ -40,19 +40,20 @@
 //! (333–345 MB); the decisions at 1M pages no slower: docs/benchmarks/2026-11-28-per-core.md.
 //!
 //! A process whose work is one deciding thread ([`one_heap`]: `neardup run` as a decider, a
-//! shard or an aggregator, exactly-once) starts itself once more, with one heap for all its threads
-//! ([`ONE_HEAP_TUNABLES`]). The C library gives each thread that allocates its own heap, and
-//! only the main one is put on huge pages: the deciding thread's lists and RocksDB's
-//! in-memory tables were on 4 KiB pages, every cache miss on them a TLB miss too. With one heap, the main one, they are on huge pages (at 1M pages indexed,
-//! 616–720 MiB of the decider's 657–761 MiB), and the decider through Kafka decided
-//! 13,682–16,010 records a second exactly-once in six runs against 10,434–15,517 in ten with
-//! a heap per thread, each one-heap run ahead of the next with a heap a thread (0.061–0.073 ms of CPU a
-//! record against 0.063–0.095): docs/benchmarks/2026-12-03-one-heap.md. At-least-once the
-//! two were not told apart (four runs each, 13,080–17,566 against 13,476–19,325), and a
-//! decider at-least-once keeps a heap a thread. The
-//! threads then share the heap's lock; processes that sign on several threads (the
-//! single-process stage, a signer, `neardup dedup --jobs N`) keep a heap per thread:
-//! signing the dev pages on two threads with one heap was 5 % slower.
+//! shard or an aggregator, exactly-once) starts itself once more, with one heap for all its
+//! threads ([`ONE_HEAP_TUNABLES`]). The C library gives each thread that allocates its own
+//! heap, and only the main one is put on huge pages: the deciding thread's lists and
+//! RocksDB's in-memory tables were on 4 KiB pages, every cache miss on them a TLB miss too.
+//! With one heap, the main one, they are on huge pages (at 1M pages indexed, 616–720 MiB of
+//! the decider's 657–761 MiB), and the decider through Kafka decided 13,682–16,010 records a
+//! second exactly-once in six runs against 10,434–15,517 in ten with a heap a thread, each
+//! one-heap run ahead of the next with a heap a thread (0.061–0.073 ms of CPU a record
+//! against 0.063–0.095): docs/benchmarks/2026-12-03-one-heap.md. At-least-once the two were
+//! not told apart (four runs each, 13,080–17,566 against 13,476–19,325), and a decider
+//! at-least-once keeps a heap a thread. The threads of one heap share its lock; processes
+//! that sign on several threads (the single-process stage, a signer, `neardup dedup --jobs
+//! N`) keep a heap a thread: signing the dev pages on two threads with one heap was 5 %
+//! slower.
 
 /// The environment variable the C library reads its tunables from.
 pub const TUNABLES: &str = "GLIBC_TUNABLES";

@@ -9,9 +9,10 @@
 //! process starts. The tunable covers the allocator's main heap and the blocks it maps by
 //! themselves, not the heaps of other threads: `neardup dedup` and `neardup-lab index`
 //! decide on the main thread and keep their lists on huge pages, while the deciding thread
-//! of `neardup run` keeps most of its lists on 4 KiB pages (putting them on huge pages did
-//! not change its rate through Kafka measurably:
-//! docs/benchmarks/2026-12-01-decider-machine-state.md).
+//! of `neardup run` keeps most of its lists on 4 KiB pages, unless [`one_heap`] (below)
+//! gives the process one heap. (A first trial of one heap, on a day the broker itself ran
+//! three times slower, was not told apart: docs/benchmarks/2026-12-01-decider-machine-state.md;
+//! on 2026-12-03 it was ahead exactly-once in every run.)
 //! So [`use_huge_pages`], first thing in `main`, starts the binary again in
 //! the same process (`execve` of `/proc/self/exe`: same pid, arguments, descriptors and
 //! environment) with the tunable added, unless `GLIBC_TUNABLES` is already set: an operator
@@ -156,7 +157,8 @@ fn exec_self(name: &str, value: &str) {
     let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
     env.push(format!("{name}={value}").into_bytes());
     // SAFETY: sigset operations on a zeroed set, and sigprocmask, which only changes this
-    // thread's mask (no other thread exists this early in main).
+    // thread's mask (no other thread exists yet: the callers run before any thread starts,
+    // `use_huge_pages` first thing in main, `one_heap` before the stage starts its own).
     let (old, blocked) = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();

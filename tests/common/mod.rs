@@ -830,6 +830,8 @@ impl Stage {
                 "RUST_LOG",
                 std::env::var("NEARDUP_TEST_RUST_LOG").unwrap_or("info".into()),
             )
+            // the allocator's tunables the binary sets for itself, whatever the runner's
+            .env_remove("GLIBC_TUNABLES")
             .stdout(Stdio::null())
             .stderr(logf)
             .spawn()

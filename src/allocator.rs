@@ -58,13 +58,20 @@
 
 /// The environment variable the C library reads its tunables from.
 pub const TUNABLES: &str = "GLIBC_TUNABLES";
+/// The project's default tunables, as a literal both constants below are made of.
+macro_rules! default_tunables {
+    () => {
+        "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728"
+    };
+}
+
 /// What [`use_huge_pages`] sets it to: huge pages, and large blocks kept in the heap.
-pub const DEFAULT_TUNABLES: &str = "glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
+pub const DEFAULT_TUNABLES: &str = default_tunables!();
 
 /// What [`one_heap`] sets it to: [`DEFAULT_TUNABLES`] and one heap (arena) for every thread.
 /// The arena setting comes first: the C library may leave only the first tunable in the
 /// environment the kernel shows (`/proc/PID/environ`), where an operator can then read it.
-pub const ONE_HEAP_TUNABLES: &str = "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1:glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
+pub const ONE_HEAP_TUNABLES: &str = concat!("glibc.malloc.arena_max=1:", default_tunables!());
 
 /// Starts the process again with [`DEFAULT_TUNABLES`] in [`TUNABLES`], unless the variable is
 /// set. Returns when it was set, when this image is the one started again (the marker

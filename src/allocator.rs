@@ -86,7 +86,7 @@ pub fn use_huge_pages() {
         && std::env::var_os(crate::signals::UNBLOCK_AFTER_EXEC).is_none()
         && can_start_again()
     {
-        exec_self(TUNABLES, DEFAULT_TUNABLES);
+        exec_self(&[(TUNABLES, DEFAULT_TUNABLES)]);
     }
 }
 
@@ -113,11 +113,52 @@ fn can_start_again() -> bool {
 /// `GLIBC_TUNABLES` is [`DEFAULT_TUNABLES`], the value [`use_huge_pages`] and the project's
 /// image set: any other value is an operator's and kept as it is. Returns when it does
 /// nothing or the exec failed.
-pub fn one_heap() {
+///
+/// The new image reads its configuration again: `settings` (a digest of what the first one
+/// resolved) goes with it in [`SETTINGS_READ_BEFORE`], for [`check_settings_read_again`].
+pub fn one_heap(settings: &str) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var(TUNABLES).is_ok_and(|t| t == DEFAULT_TUNABLES) && can_start_again() {
-        exec_self(TUNABLES, ONE_HEAP_TUNABLES);
+        exec_self(&[
+            (TUNABLES, ONE_HEAP_TUNABLES),
+            (SETTINGS_READ_BEFORE, settings),
+        ]);
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = settings;
+}
+
+/// The variable that carries the digest of the settings [`one_heap`]'s first image resolved
+/// into the image it starts.
+pub const SETTINGS_READ_BEFORE: &str = "NEARDUP_SETTINGS_READ_BEFORE";
+
+/// In an image [`one_heap`] started, whose configuration was read a second time: an error
+/// when `settings` (the digest of what this image resolved) differs from the first image's,
+/// so that a configuration that could not be read the same way twice (a file changed
+/// between the two starts) never runs with other settings than those the first start was
+/// given. Removes the variable, so that nothing this process starts inherits it.
+pub fn check_settings_read_again(settings: &str) -> anyhow::Result<()> {
+    let Some(before) = std::env::var_os(SETTINGS_READ_BEFORE) else {
+        return Ok(());
+    };
+    std::env::remove_var(SETTINGS_READ_BEFORE);
+    if before != settings {
+        anyhow::bail!(
+            "the configuration read again when the process started itself once more (one heap, \
+             for a deciding role exactly-once) differs from what it read the first time: a \
+             configuration or stopwords file changed in between; start it again"
+        );
+    }
+    Ok(())
+}
+
+/// Whether each of `paths` (the configuration file, the stopwords file) can be read a second
+/// time as it was read the first: a regular file, not a pipe or a terminal, which a second
+/// read would find empty. A path that is not there is left to the reading's own error.
+pub fn can_read_again<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -> bool {
+    paths
+        .into_iter()
+        .all(|p| std::fs::metadata(p).map_or(true, |m| m.is_file()))
 }
 
 /// In the image [`use_huge_pages`] started: gives the process back the name its first image
@@ -144,7 +185,7 @@ pub fn after_exec() {
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn exec_self(name: &str, value: &str) {
+fn exec_self(vars: &[(&str, &str)]) {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
 
@@ -157,12 +198,18 @@ fn exec_self(name: &str, value: &str) {
     };
     let marker = crate::signals::UNBLOCK_AFTER_EXEC;
     let mut env: Vec<Vec<u8>> = std::env::vars_os()
-        .filter(|(k, _)| k.as_bytes() != name.as_bytes() && k.as_bytes() != marker.as_bytes())
+        .filter(|(k, _)| {
+            k.as_bytes() != marker.as_bytes()
+                && vars.iter().all(|(name, _)| k.as_bytes() != name.as_bytes())
+        })
         .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes()].concat())
         .collect();
     // the process's name, which the exec of /proc/self/exe would change to `exe`
     let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
-    env.push(format!("{name}={value}").into_bytes());
+    env.extend(
+        vars.iter()
+            .map(|(name, value)| format!("{name}={value}").into_bytes()),
+    );
     // SAFETY: sigset operations on a zeroed set, and sigprocmask, which only changes this
     // thread's mask (no other thread exists yet: the callers run before any thread starts,
     // `use_huge_pages` first thing in main, `one_heap` before the stage starts its own).

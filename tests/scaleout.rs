@@ -76,6 +76,92 @@ fn one_heap(s: &Stage) -> bool {
     tunables[0].contains("glibc.malloc.arena_max=1")
 }
 
+/// A decider exactly-once with `config` given as `how` ("file", or "pipe": a shell's
+/// `--config <(…)`), its brokers nowhere: it starts, reads its settings and serves /healthz
+/// while it looks for them.
+fn decider_configured(dir: &Path, config: &str, how: &str) -> Stage {
+    let http = free_port();
+    let log = dir.join(format!("decider-{how}.log"));
+    let path = dir.join(format!("decider-{how}.toml"));
+    std::fs::write(&path, config).unwrap();
+    let given = match how {
+        "file" => path.display().to_string(),
+        _ => format!("<(cat '{}')", path.display()),
+    };
+    let script = format!(
+        "exec \"$0\" --config {given} run --brokers 127.0.0.1:{} --index '{}' --listen \
+         127.0.0.1:{http} --log-format json --role decider --instance-id decider-0 \
+         --guarantee exactly-once",
+        free_port(),
+        dir.join(format!("index-{how}")).display(),
+    );
+    let child = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .arg(neardup().get_program())
+        .env_remove("GLIBC_TUNABLES")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let s = Stage { child, http, log };
+    wait_until(Duration::from_secs(60), "the decider's /healthz", || {
+        matches!(s.get("/healthz"), Some((200, _)))
+    });
+    s
+}
+
+/// A deciding role exactly-once starts itself again on one heap and reads its settings a
+/// second time: from a regular file it does, and runs with them; from a pipe, which the
+/// second read would find empty (the defaults taken without a word), it stays on a heap a
+/// thread and says why; and settings read differently the second time stop it with the
+/// reason instead of running on others than the first start read.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn one_heap_runs_on_the_settings_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[stage]\nmax-in-flight = 777\n";
+    for how in ["file", "pipe"] {
+        let s = decider_configured(dir.path(), config, how);
+        let log = std::fs::read_to_string(&s.log).unwrap();
+        let starting = log
+            .lines()
+            .find(|l| l.contains("\"starting\""))
+            .unwrap_or_else(|| panic!("no start line ({how}):\n{log}"));
+        assert!(
+            starting.contains(r#"\"max_in_flight\":777"#),
+            "{how}: not the settings given: {starting}"
+        );
+        assert_eq!(one_heap(&s), how == "file", "{how}:\n{log}");
+        assert_eq!(
+            log.contains("not all in regular files"),
+            how == "pipe",
+            "{log}"
+        );
+    }
+    // the second image of a start whose settings were other the first time
+    let out = neardup()
+        .args(["--config"])
+        .arg(dir.path().join("decider-file.toml"))
+        .args(["run", "--brokers", "127.0.0.1:9", "--index"])
+        .arg(dir.path().join("index-other"))
+        .args(["--role", "decider", "--guarantee", "exactly-once"])
+        .env("GLIBC_TUNABLES", neardup::allocator::ONE_HEAP_TUNABLES)
+        .env(neardup::allocator::SETTINGS_READ_BEFORE, "0123456789abcdef")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("differs from what it read the first time"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("index-other").exists(),
+        "it opened its index"
+    );
+}
+
 /// Two signers and a decider, ready, the signers sharing the input's four partitions.
 fn roles(b: &Broker, dir: &Path, index: &Path) -> (Stage, Stage, Stage) {
     let sa = signer(b, dir, "signer-a");

@@ -89,8 +89,12 @@ pub fn run(cli: Cli, shutdown: crate::shutdown::Shutdown) -> Result<ExitCode> {
         Command::Dedup(a) => dedup::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Sign(a) => sign::run(a, &file).map(|_| ExitCode::SUCCESS),
         Command::Eval(a) => eval::run(a, &file).map(|_| ExitCode::SUCCESS),
-        Command::Run(a) => run::run(a, &file, shutdown).map(|_| ExitCode::SUCCESS),
-        Command::Replay(a) => run::replay(a, &file, shutdown).map(|_| ExitCode::SUCCESS),
+        Command::Run(a) => {
+            run::run(a, cli.config.as_deref(), &file, shutdown).map(|_| ExitCode::SUCCESS)
+        }
+        Command::Replay(a) => {
+            run::replay(a, cli.config.as_deref(), &file, shutdown).map(|_| ExitCode::SUCCESS)
+        }
         Command::Index(c) => index::run(c).map(|_| ExitCode::SUCCESS),
         Command::Topics(c) => topics::run(c, &file).map(|_| ExitCode::SUCCESS),
         Command::Serve(a) => serve::run(a, &file, shutdown).map(|_| ExitCode::SUCCESS),

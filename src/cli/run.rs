@@ -1,6 +1,9 @@
 //! `neardup run` (the Kafka stage) and `neardup replay` (a bounded pass over a historical
 //! topic): build the validated settings, then hand over to [`crate::stage`].
 
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+
 use anyhow::Result;
 use clap::Args;
 
@@ -74,38 +77,83 @@ pub fn config(a: &RunArgs, replay: &ReplayOptions, file: &FileConfig) -> Result<
     Config::resolve(o, file)
 }
 
-fn go(s: StageSettings, check: bool, shutdown: Shutdown) -> Result<Option<StageSummary>> {
+/// The files a `run` / `replay` reads its settings from: the configuration file and the
+/// stopwords file, each where one is given.
+fn settings_files<'a>(
+    config: Option<&'a Path>,
+    a: &'a RunArgs,
+    file: &'a FileConfig,
+) -> Vec<&'a Path> {
+    let stopwords = a.signature.stopwords_file.as_ref();
+    let stopwords = stopwords.or(file.signature.stopwords_file.as_ref());
+    config
+        .into_iter()
+        .chain(stopwords.map(|p| p.as_path()))
+        .collect()
+}
+
+fn go(
+    s: StageSettings,
+    read_from: &[&Path],
+    check: bool,
+    shutdown: Shutdown,
+) -> Result<Option<StageSummary>> {
     if check {
         stage::kafka::validate(&s)?;
         println!("{}", s.redacted_json());
         return Ok(None);
     }
-    if s.guarantee == Guarantee::ExactlyOnce
-        && matches!(s.role, Role::Decider | Role::Shard | Role::Aggregator)
-    {
+    let settings = serde_json::to_string(&s).unwrap_or_default();
+    let digest = {
+        // the same binary on both sides of the exec: its hasher's fixed keys suffice
+        let mut h = std::hash::DefaultHasher::new();
+        settings.hash(&mut h);
+        format!("{:016x}", h.finish())
+    };
+    crate::allocator::check_settings_read_again(&digest)?;
+    let deciding = s.guarantee == Guarantee::ExactlyOnce
+        && matches!(s.role, Role::Decider | Role::Shard | Role::Aggregator);
+    // a second start reads the configuration again: not from a pipe, which it would find empty
+    let read_again = crate::allocator::can_read_again(read_from.iter().copied());
+    if deciding && read_again {
         // before the first thread: the deciding thread's memory on the one, huge-paged heap
         // (measured faster exactly-once; at-least-once not told apart, so left as it was)
-        crate::allocator::one_heap();
+        crate::allocator::one_heap(&digest);
     }
     crate::telemetry::init_logging(s.log_format);
-    tracing::info!(config = %serde_json::to_string(&s).unwrap_or_default(), "starting");
+    if deciding && !read_again {
+        tracing::warn!(
+            files = ?read_from,
+            "a heap a thread: the configuration is not all in regular files, and starting again \
+             on one heap would read it a second time; the deciding thread's lists stay off huge \
+             pages (give the files as regular files to decide faster)"
+        );
+    }
+    tracing::info!(config = %settings, "starting");
     stage::run(s, shutdown).map(Some)
 }
 
 /// Runs `neardup run` until `shutdown` is triggered.
-pub fn run(a: RunArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
+pub fn run(a: RunArgs, config: Option<&Path>, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
     let s = stage_settings(Mode::Run, &a, &ReplayOptions::default(), file)?;
     if s.dry_run {
         anyhow::bail!("dry-run is a replay setting; neardup run always produces");
     }
-    go(s, a.check_config, shutdown)?;
+    let files = settings_files(config, &a, file);
+    go(s, &files, a.check_config, shutdown)?;
     Ok(())
 }
 
 /// Runs `neardup replay` and prints its summary as JSON.
-pub fn replay(a: ReplayArgs, file: &FileConfig, shutdown: Shutdown) -> Result<()> {
+pub fn replay(
+    a: ReplayArgs,
+    config: Option<&Path>,
+    file: &FileConfig,
+    shutdown: Shutdown,
+) -> Result<()> {
     let s = stage_settings(Mode::Replay, &a.run, &a.replay, file)?;
-    if let Some(summary) = go(s, a.run.check_config, shutdown)? {
+    let files = settings_files(config, &a.run, file);
+    if let Some(summary) = go(s, &files, a.run.check_config, shutdown)? {
         println!("{}", serde_json::to_string(&summary)?);
     }
     Ok(())

@@ -144,21 +144,24 @@ pub fn check_settings_read_again(settings: &str) -> anyhow::Result<()> {
     std::env::remove_var(SETTINGS_READ_BEFORE);
     if before != settings {
         anyhow::bail!(
-            "the configuration read again when the process started itself once more (one heap, \
+            "the settings read again when the process started itself once more (one heap, \
              for a deciding role exactly-once) differs from what it read the first time: a \
-             configuration or stopwords file changed in between; start it again"
+             file the settings are read from (configuration, stopwords, Kafka properties) \
+             changed in between; start it again"
         );
     }
     Ok(())
 }
 
-/// Whether each of `paths` (the configuration file, the stopwords file) can be read a second
-/// time as it was read the first: a regular file, not a pipe or a terminal, which a second
-/// read would find empty. A path that is not there is left to the reading's own error.
-pub fn can_read_again<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -> bool {
+/// Those of `paths` (the files the settings were read from) that a second read would not
+/// find as the first did: not regular files (a pipe, which a second read finds empty, or a
+/// terminal). A path that is not there is left to the reading's own error.
+pub fn not_regular_files<'a>(paths: &[&'a std::path::Path]) -> Vec<&'a std::path::Path> {
     paths
-        .into_iter()
-        .all(|p| std::fs::metadata(p).map_or(true, |m| m.is_file()))
+        .iter()
+        .copied()
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| !m.is_file()))
+        .collect()
 }
 
 /// In the image [`use_huge_pages`] started: gives the process back the name its first image

@@ -76,22 +76,27 @@ fn one_heap(s: &Stage) -> bool {
     tunables[0].contains("glibc.malloc.arena_max=1")
 }
 
-/// A decider exactly-once with `config` given as `how` ("file", or "pipe": a shell's
-/// `--config <(…)`), its brokers nowhere: it starts, reads its settings and serves /healthz
-/// while it looks for them.
-fn decider_configured(dir: &Path, config: &str, how: &str) -> Stage {
+/// A decider exactly-once whose configuration file and Kafka properties file are each given
+/// as a file or through a pipe (a shell's `<(…)`), as `how` says ("file", "pipe": the
+/// configuration; "properties-pipe": the properties), its brokers nowhere: it starts, reads
+/// its settings and serves /healthz while it looks for them.
+fn decider_configured(dir: &Path, config: &str, properties: &str, how: &str) -> Stage {
     let http = free_port();
     let log = dir.join(format!("decider-{how}.log"));
-    let path = dir.join(format!("decider-{how}.toml"));
-    std::fs::write(&path, config).unwrap();
-    let given = match how {
-        "file" => path.display().to_string(),
-        _ => format!("<(cat '{}')", path.display()),
+    let (c, p) = (dir.join("decider.toml"), dir.join("decider.properties"));
+    std::fs::write(&c, config).unwrap();
+    std::fs::write(&p, properties).unwrap();
+    let (c, p) = (c.display().to_string(), p.display().to_string());
+    let piped = |f: &str| format!("<(cat '{f}')");
+    let (c, p) = match how {
+        "file" => (c, p),
+        "pipe" => (piped(&c), p),
+        _ => (c, piped(&p)),
     };
     let script = format!(
-        "exec \"$0\" --config {given} run --brokers 127.0.0.1:{} --index '{}' --listen \
-         127.0.0.1:{http} --log-format json --role decider --instance-id decider-0 \
-         --guarantee exactly-once",
+        "exec \"$0\" --config {c} run --kafka-properties-file {p} --brokers 127.0.0.1:{} \
+         --index '{}' --listen 127.0.0.1:{http} --log-format json --role decider \
+         --instance-id decider-0 --guarantee exactly-once",
         free_port(),
         dir.join(format!("index-{how}")).display(),
     );
@@ -112,46 +117,58 @@ fn decider_configured(dir: &Path, config: &str, how: &str) -> Stage {
 }
 
 /// A deciding role exactly-once starts itself again on one heap and reads its settings a
-/// second time: from a regular file it does, and runs with them; from a pipe, which the
-/// second read would find empty (the defaults taken without a word), it stays on a heap a
-/// thread and says why; and settings read differently the second time stop it with the
-/// reason instead of running on others than the first start read.
+/// second time: from regular files it does, and runs with them; when one of them comes
+/// through a pipe, which the second read would find empty (the defaults taken), it stays on
+/// a heap a thread and says why; and settings read differently the second time stop it with
+/// the reason instead of running on others than the first start read.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn one_heap_runs_on_the_settings_it_was_given() {
     let dir = tempfile::tempdir().unwrap();
     let config = "[stage]\nmax-in-flight = 777\n";
-    for how in ["file", "pipe"] {
-        let s = decider_configured(dir.path(), config, how);
+    let properties = "client.id=decider-configured\n";
+    for how in ["file", "pipe", "properties-pipe"] {
+        let s = decider_configured(dir.path(), config, properties, how);
         let log = std::fs::read_to_string(&s.log).unwrap();
         let starting = log
             .lines()
             .find(|l| l.contains("\"starting\""))
             .unwrap_or_else(|| panic!("no start line ({how}):\n{log}"));
         assert!(
-            starting.contains(r#"\"max_in_flight\":777"#),
+            starting.contains(r#"\"max_in_flight\":777"#)
+                && starting.contains("decider-configured"),
             "{how}: not the settings given: {starting}"
         );
         assert_eq!(one_heap(&s), how == "file", "{how}:\n{log}");
-        assert_eq!(
-            log.contains("not all in regular files"),
-            how == "pipe",
-            "{log}"
-        );
+        let warned = log.contains("settings read from other than regular files");
+        assert_eq!(warned, how != "file", "{how}:\n{log}");
     }
     // the second image of a start whose settings were other the first time
-    let out = neardup()
+    let second = neardup()
         .args(["--config"])
-        .arg(dir.path().join("decider-file.toml"))
+        .arg(dir.path().join("decider.toml"))
         .args(["run", "--brokers", "127.0.0.1:9", "--index"])
         .arg(dir.path().join("index-other"))
         .args(["--role", "decider", "--guarantee", "exactly-once"])
         .env("GLIBC_TUNABLES", neardup::allocator::ONE_HEAP_TUNABLES)
         .env(neardup::allocator::SETTINGS_READ_BEFORE, "0123456789abcdef")
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("second.log")).unwrap())
+        .spawn()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // stopped on drop, should it not stop by itself
+    let mut second = Stage {
+        child: second,
+        http: 0,
+        log: dir.path().join("second.log"),
+    };
+    let mut code = None;
+    wait_until(Duration::from_secs(30), "the second image to stop", || {
+        code = second.child.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    let stderr = std::fs::read_to_string(dir.path().join("second.log")).unwrap();
+    assert_eq!(code, Some(Some(2)), "{stderr}");
     assert!(
         stderr.contains("differs from what it read the first time"),
         "{stderr}"

@@ -77,8 +77,8 @@ pub fn config(a: &RunArgs, replay: &ReplayOptions, file: &FileConfig) -> Result<
     Config::resolve(o, file)
 }
 
-/// The files a `run` / `replay` reads its settings from: the configuration file and the
-/// stopwords file, each where one is given.
+/// The files a `run` / `replay` reads its settings from, each where one is given: the
+/// configuration file, the stopwords file and the Kafka properties file.
 fn settings_files<'a>(
     config: Option<&'a Path>,
     a: &'a RunArgs,
@@ -86,10 +86,28 @@ fn settings_files<'a>(
 ) -> Vec<&'a Path> {
     let stopwords = a.signature.stopwords_file.as_ref();
     let stopwords = stopwords.or(file.signature.stopwords_file.as_ref());
+    let properties = a.kafka.kafka_properties_file.as_ref();
+    let properties = properties.or(file.kafka.kafka_properties_file.as_ref());
     config
         .into_iter()
-        .chain(stopwords.map(|p| p.as_path()))
+        .chain(
+            [stopwords, properties]
+                .into_iter()
+                .flatten()
+                .map(|p| p.as_path()),
+        )
         .collect()
+}
+
+/// A digest of the resolved settings, secrets included (the same binary on both sides of an
+/// exec: its hasher's fixed keys suffice); `None` when they cannot be written out.
+fn digest(s: &StageSettings) -> Option<String> {
+    let json = serde_json::to_string(s).ok()?;
+    let mut h = std::hash::DefaultHasher::new();
+    json.hash(&mut h);
+    // written out redacted: the secrets' values hashed besides
+    s.properties.hash(&mut h);
+    Some(format!("{:016x}", h.finish()))
 }
 
 fn go(
@@ -103,32 +121,27 @@ fn go(
         println!("{}", s.redacted_json());
         return Ok(None);
     }
-    let settings = serde_json::to_string(&s).unwrap_or_default();
-    let digest = {
-        // the same binary on both sides of the exec: its hasher's fixed keys suffice
-        let mut h = std::hash::DefaultHasher::new();
-        settings.hash(&mut h);
-        format!("{:016x}", h.finish())
-    };
-    crate::allocator::check_settings_read_again(&digest)?;
+    let digest = digest(&s);
+    crate::allocator::check_settings_read_again(digest.as_deref().unwrap_or(""))?;
     let deciding = s.guarantee == Guarantee::ExactlyOnce
         && matches!(s.role, Role::Decider | Role::Shard | Role::Aggregator);
-    // a second start reads the configuration again: not from a pipe, which it would find empty
-    let read_again = crate::allocator::can_read_again(read_from.iter().copied());
-    if deciding && read_again {
+    // a second start reads the settings again: not from a pipe, which it would find empty
+    let read_once = crate::allocator::not_regular_files(read_from);
+    if let (true, true, Some(d)) = (deciding, read_once.is_empty(), &digest) {
         // before the first thread: the deciding thread's memory on the one, huge-paged heap
         // (measured faster exactly-once; at-least-once not told apart, so left as it was)
-        crate::allocator::one_heap(&digest);
+        crate::allocator::one_heap(d);
     }
     crate::telemetry::init_logging(s.log_format);
-    if deciding && !read_again {
+    if deciding && !read_once.is_empty() {
         tracing::warn!(
-            files = ?read_from,
-            "a heap a thread: the configuration is not all in regular files, and starting again \
-             on one heap would read it a second time; the deciding thread's lists stay off huge \
-             pages (give the files as regular files to decide faster)"
+            files = ?read_once,
+            "a heap a thread: settings read from other than regular files, which starting \
+             again on one heap would read a second time; the deciding thread's lists stay off \
+             huge pages (give them as regular files to decide faster)"
         );
     }
+    let settings = serde_json::to_string(&s).unwrap_or_default();
     tracing::info!(config = %settings, "starting");
     stage::run(s, shutdown).map(Some)
 }

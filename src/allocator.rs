@@ -145,7 +145,7 @@ pub fn check_settings_read_again(settings: &str) -> anyhow::Result<()> {
     if before != settings {
         anyhow::bail!(
             "the settings read again when the process started itself once more (one heap, \
-             for a deciding role exactly-once) differs from what it read the first time: a \
+             for a deciding role exactly-once) differ from what it read the first time: a \
              file the settings are read from (configuration, stopwords, Kafka properties) \
              changed in between; start it again"
         );

@@ -170,7 +170,7 @@ fn one_heap_runs_on_the_settings_it_was_given() {
     let stderr = std::fs::read_to_string(dir.path().join("second.log")).unwrap();
     assert_eq!(code, Some(Some(2)), "{stderr}");
     assert!(
-        stderr.contains("differs from what it read the first time"),
+        stderr.contains("differ from what it read the first time"),
         "{stderr}"
     );
     assert!(
